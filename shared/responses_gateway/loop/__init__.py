@@ -1,0 +1,50 @@
+"""The shared agent loop.
+
+Every request runs through :func:`run_loop`: an explicit state machine whose next action is one of
+:class:`CallLlm`, :class:`ExecuteTools`, :class:`InterruptForApproval` or :class:`Finish`. There is
+no request path around it: a request with no tools enters the same loop and finishes after one
+model call. Adapters (``responses_gateway.adapters``) call the model; sinks
+(``responses_gateway.sinks``) translate loop events to wire events; only the driver decides.
+"""
+
+from responses_gateway.loop.driver import (
+    LoopContext,
+    decide_after_call_llm,
+    decide_after_execute_tools,
+    run_loop,
+    step,
+)
+from responses_gateway.loop.events import LoopEvent, NullSink, Sink
+from responses_gateway.loop.prepared import PreparedInput, prepare_input
+from responses_gateway.loop.render import render_response
+from responses_gateway.loop.state import (
+    CallLlm,
+    ExecuteTools,
+    Finish,
+    InterruptForApproval,
+    LoopState,
+    NextAction,
+)
+from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+
+__all__ = [
+    "NO_GATEWAY_TOOLS",
+    "CallLlm",
+    "ExecuteTools",
+    "Finish",
+    "InterruptForApproval",
+    "LoopContext",
+    "LoopEvent",
+    "LoopState",
+    "NextAction",
+    "NullSink",
+    "PreparedInput",
+    "Sink",
+    "ToolRegistry",
+    "decide_after_call_llm",
+    "decide_after_execute_tools",
+    "prepare_input",
+    "render_response",
+    "run_loop",
+    "step",
+]

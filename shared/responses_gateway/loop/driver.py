@@ -1,0 +1,198 @@
+"""The loop driver: the only place that dispatches on :data:`NextAction`.
+
+Owns :func:`step` (run exactly one action, so a worker can checkpoint between actions),
+:func:`run_loop` (step until finished) and the pure deciders ``decide_after_*`` that choose the
+next action from the state alone. Each arm of :func:`step` does one job and then asks a decider;
+there is no "if it has tools, loop, else return" branch anywhere else.
+
+Errors: a :class:`~responses_gateway.errors.GatewayError` raised by an adapter fails the response
+through the same render step as every other ending; the exception itself is kept on
+:class:`LoopContext` for the HTTP edge (which turns it into a status code when nothing has been
+streamed yet).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from responses_gateway.adapters.base import Adapter, ModelCall
+from responses_gateway.errors import GatewayError, UpstreamStatusError
+from responses_gateway.loop.events import ResponseFinished, ResponseStarted, Sink
+from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.prepared import model_transcript
+from responses_gateway.loop.render import render_response
+from responses_gateway.loop.state import (
+    CallLlm,
+    ExecuteTools,
+    Finish,
+    InterruptForApproval,
+    LoopState,
+    NextAction,
+)
+from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+
+__all__ = [
+    "LoopContext",
+    "build_model_call",
+    "decide_after_call_llm",
+    "decide_after_execute_tools",
+    "error_object",
+    "run_loop",
+    "step",
+]
+
+_PASSED_PARAMS = (
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "top_logprobs",
+    "user",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+)
+
+
+@dataclass(slots=True)
+class LoopContext:
+    """The live, per-invocation parts of a loop run (never serialized)."""
+
+    adapter: Adapter
+    upstream_model: str
+    tools: ToolRegistry = NO_GATEWAY_TOOLS
+    failure: GatewayError | None = None
+    """The error that failed the response, for the HTTP edge."""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def error_object(error: GatewayError) -> dict[str, Any]:
+    """The ``Response.error`` object for a failure: ``{"code","message"}``."""
+    if isinstance(error, UpstreamStatusError) and error.upstream_status == 429:
+        code = "rate_limit_exceeded"
+    elif error.status_code == 400 and error.code:
+        code = error.code
+    else:
+        code = "server_error"
+    return {"code": code, "message": error.message}
+
+
+def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
+    """The next model call for ``state``: transcript, visible tools and the client's settings."""
+    request = state.request
+    tools = [t for t in request.get("tools") or [] if t.get("type") == "function"]
+    tools += ctx.tools.model_tools()
+    params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
+    if request.get("parallel_tool_calls") is False and tools:
+        params["parallel_tool_calls"] = False
+    reasoning = request.get("reasoning") or {}
+    if reasoning.get("effort") or reasoning.get("summary"):
+        params["reasoning"] = {k: v for k, v in reasoning.items() if v is not None}
+    text = request.get("text") or {}
+    if (text.get("format") or {}).get("type", "text") != "text" or text.get("verbosity"):
+        params["text"] = text
+    instructions = request.get("instructions")
+    return ModelCall(
+        model=ctx.upstream_model,
+        input=model_transcript(state),
+        instructions=instructions if isinstance(instructions, str) else None,
+        tools=tools,
+        tool_choice=request.get("tool_choice") if tools else None,
+        params=params,
+    )
+
+
+def _turn_calls(state: LoopState) -> list[int]:
+    return [
+        index
+        for index in range(state.turn_start, len(state.output))
+        if state.output[index].get("type") == "function_call"
+    ]
+
+
+def decide_after_call_llm(state: LoopState, tools: ToolRegistry) -> NextAction:
+    """Choose what follows a model call, from the state alone."""
+    if state.last_stop == "length":
+        return Finish("incomplete", reason="max_output_tokens")
+    if state.last_stop == "content_filter":
+        return Finish("incomplete", reason="content_filter")
+    gateway = [i for i in _turn_calls(state) if tools.is_gateway_owned(state.output[i]["name"])]
+    if not gateway:
+        return Finish("completed")
+    approval = [i for i in gateway if tools.needs_approval(state.output[i]["name"])]
+    if approval:
+        return InterruptForApproval(tuple(approval))
+    return ExecuteTools(tuple(gateway))
+
+
+def decide_after_execute_tools(state: LoopState, tools: ToolRegistry) -> NextAction:
+    """After gateway tools ran: return client calls of that turn to the client, else loop."""
+    client_calls = [
+        i for i in _turn_calls(state) if not tools.is_gateway_owned(state.output[i]["name"])
+    ]
+    if client_calls:
+        return Finish("completed")
+    return CallLlm()
+
+
+async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
+    writer = OutputWriter(state, sink)
+    state.turn_start = len(state.output)
+    try:
+        turn = await ctx.adapter.call_llm(build_model_call(state, ctx), writer)
+    except GatewayError as error:
+        writer.close_open("incomplete")
+        ctx.failure = error
+        return Finish("failed", error=error_object(error))
+    state.llm_calls += 1
+    state.add_usage(turn.usage)
+    state.last_stop = turn.stop
+    writer.close_open("completed" if turn.stop == "stop" else "incomplete")
+    return decide_after_call_llm(state, ctx.tools)
+
+
+async def _execute_tools(state: LoopState, ctx: LoopContext, action: ExecuteTools) -> NextAction:
+    calls = [state.output[i] for i in action.output_indexes]
+    results = await asyncio.gather(*(ctx.tools.execute(call) for call in calls))
+    for index, result in zip(action.output_indexes, results, strict=True):
+        state.output[index] = result
+        state.tool_calls_executed += 1
+    return decide_after_execute_tools(state, ctx.tools)
+
+
+def _finish(state: LoopState, action: Finish, sink: Sink) -> None:
+    state.status = action.outcome
+    state.incomplete_reason = action.reason
+    state.error = action.error
+    if action.outcome == "completed":
+        state.completed_at = int(time.time())
+    sink.emit(ResponseFinished(render_response(state)))
+
+
+async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
+    """Run one action of the loop; return True once the response has finished."""
+    if not state.started:
+        state.started = True
+        sink.emit(ResponseStarted(render_response(state)))
+    action = state.take_next_action()
+    if isinstance(action, CallLlm):
+        state.set_next_action(await _call_llm(state, ctx, sink))
+    elif isinstance(action, ExecuteTools):
+        state.set_next_action(await _execute_tools(state, ctx, action))
+    elif isinstance(action, InterruptForApproval):
+        state.set_next_action(Finish("completed"))
+    elif isinstance(action, Finish):
+        _finish(state, action, sink)
+        return True
+    else:  # pragma: no cover - exhaustive over NextAction
+        raise TypeError(f"unknown loop action {action!r}")
+    return False
+
+
+async def run_loop(state: LoopState, ctx: LoopContext, sink: Sink) -> LoopState:
+    """Run the loop to its end and return the final state."""
+    while not await step(state, ctx, sink):
+        pass
+    return state

@@ -1,0 +1,259 @@
+"""The output writer: the one way adapters add items to a response.
+
+Owns output-index allocation, gateway item ids and the item/part lifecycle: every item it opens is
+appended to ``state.output`` and announced with :class:`ItemStarted`, every part is opened before
+its text and closed before its item, and :meth:`OutputWriter.close_open` closes whatever is still
+open (as ``incomplete``) when a model call ends early. Adapters parse their wire format and call
+this; they never touch ``state.output`` or the sink directly, so every adapter produces the same
+event shapes and no adapter can leave an item half-announced.
+
+It decides nothing about what the loop does next.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from responses_gateway.ids import new_id
+from responses_gateway.loop.events import (
+    ArgumentsDelta,
+    ArgumentsFinished,
+    ItemFinished,
+    ItemStarted,
+    PartFinished,
+    PartStarted,
+    Sink,
+    TextDelta,
+    UpstreamResponding,
+)
+from responses_gateway.loop.state import LoopState
+
+__all__ = ["FunctionCallWriter", "MessageWriter", "OutputWriter", "ReasoningWriter", "snapshot"]
+
+
+def snapshot(item: dict[str, Any]) -> dict[str, Any]:
+    """A copy of an item deep enough that later appends to it do not show in the copy."""
+    out: dict[str, Any] = {}
+    for key, value in item.items():
+        if isinstance(value, list):
+            out[key] = [dict(v) if isinstance(v, dict) else v for v in value]
+        else:
+            out[key] = value
+    return out
+
+
+class _ItemWriter:
+    def __init__(self, writer: OutputWriter, index: int) -> None:
+        self._writer = writer
+        self.output_index = index
+        self.closed = False
+
+    @property
+    def item(self) -> dict[str, Any]:
+        return self._writer.state.output[self.output_index]
+
+    @property
+    def item_id(self) -> str:
+        return str(self.item["id"])
+
+    def finish(self, status: str = "completed") -> None:
+        raise NotImplementedError
+
+    def _close_item(self) -> None:
+        self.closed = True
+        self._writer._closed(self)
+        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(self.item)))
+
+
+class MessageWriter(_ItemWriter):
+    """An assistant message with one ``output_text`` part, streamed with :meth:`text`."""
+
+    def text(self, delta: str) -> None:
+        if not delta:
+            return
+        part = self.item["content"][0]
+        part["text"] += delta
+        self._writer.sink.emit(
+            TextDelta(self.output_index, self.item_id, 0, "output_text", delta)
+        )
+
+    def finish(self, status: str = "completed") -> None:
+        if self.closed:
+            return
+        item = self.item
+        item["status"] = status
+        self._writer.sink.emit(
+            PartFinished(self.output_index, self.item_id, 0, dict(item["content"][0]))
+        )
+        self._close_item()
+
+
+class ReasoningWriter(_ItemWriter):
+    """A reasoning item: raw reasoning text (:meth:`text`) and/or summaries (:meth:`summary`)."""
+
+    def __init__(self, writer: OutputWriter, index: int) -> None:
+        super().__init__(writer, index)
+        self._text_open = False
+        self._summary_open: int | None = None
+
+    def text(self, delta: str) -> None:
+        if not delta:
+            return
+        item = self.item
+        if not self._text_open:
+            self._close_summary()
+            item.setdefault("content", []).append({"type": "reasoning_text", "text": ""})
+            self._text_open = True
+            self._writer.sink.emit(
+                PartStarted(self.output_index, self.item_id, 0, dict(item["content"][0]))
+            )
+        item["content"][0]["text"] += delta
+        self._writer.sink.emit(
+            TextDelta(self.output_index, self.item_id, 0, "reasoning_text", delta)
+        )
+
+    def summary(self, delta: str, index: int = 0) -> None:
+        if not delta:
+            return
+        item = self.item
+        if self._summary_open != index:
+            self._close_summary()
+            self._close_text()
+            while len(item["summary"]) <= index:
+                item["summary"].append({"type": "summary_text", "text": ""})
+            self._summary_open = index
+            self._writer.sink.emit(
+                PartStarted(self.output_index, self.item_id, index, dict(item["summary"][index]))
+            )
+        item["summary"][index]["text"] += delta
+        self._writer.sink.emit(
+            TextDelta(self.output_index, self.item_id, index, "summary_text", delta)
+        )
+
+    def set_encrypted_content(self, value: str) -> None:
+        self.item["encrypted_content"] = value
+
+    def _close_summary(self) -> None:
+        if self._summary_open is None:
+            return
+        index = self._summary_open
+        self._summary_open = None
+        self._writer.sink.emit(
+            PartFinished(self.output_index, self.item_id, index, dict(self.item["summary"][index]))
+        )
+
+    def _close_text(self) -> None:
+        if not self._text_open:
+            return
+        self._text_open = False
+        self._writer.sink.emit(
+            PartFinished(self.output_index, self.item_id, 0, dict(self.item["content"][0]))
+        )
+
+    def finish(self, status: str = "completed") -> None:
+        if self.closed:
+            return
+        self._close_summary()
+        self._close_text()
+        if status != "completed":
+            self.item["status"] = status
+        self._close_item()
+
+
+class FunctionCallWriter(_ItemWriter):
+    """A ``function_call`` item whose arguments stream with :meth:`arguments`."""
+
+    def arguments(self, delta: str) -> None:
+        if not delta:
+            return
+        self.item["arguments"] += delta
+        self._writer.sink.emit(ArgumentsDelta(self.output_index, self.item_id, delta))
+
+    def finish(self, status: str = "completed") -> None:
+        if self.closed:
+            return
+        item = self.item
+        item["status"] = status
+        self._writer.sink.emit(ArgumentsFinished(self.output_index, snapshot(item)))
+        self._close_item()
+
+
+class OutputWriter:
+    """Opens output items on a :class:`LoopState` and reports them to a :class:`Sink`."""
+
+    def __init__(self, state: LoopState, sink: Sink) -> None:
+        self.state = state
+        self.sink = sink
+        self._open: list[_ItemWriter] = []
+
+    def upstream_responding(self) -> None:
+        """Report that the upstream accepted the call (its 2xx headers arrived)."""
+        self.sink.emit(UpstreamResponding())
+
+    def _append(self, item: dict[str, Any]) -> int:
+        self.state.output.append(item)
+        index = len(self.state.output) - 1
+        self.sink.emit(ItemStarted(index, snapshot(item)))
+        return index
+
+    def _closed(self, writer: _ItemWriter) -> None:
+        if writer in self._open:
+            self._open.remove(writer)
+
+    def message(self, item_id: str | None = None) -> MessageWriter:
+        """Open an assistant message with an empty ``output_text`` part."""
+        index = self._append(
+            {
+                "id": item_id or new_id("msg"),
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+        )
+        writer = MessageWriter(self, index)
+        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+        self.state.output[index]["content"].append(part)
+        self.sink.emit(PartStarted(index, writer.item_id, 0, dict(part)))
+        self._open.append(writer)
+        return writer
+
+    def reasoning(self, item_id: str | None = None) -> ReasoningWriter:
+        """Open a reasoning item with no summary and no content yet."""
+        index = self._append({"id": item_id or new_id("rs"), "type": "reasoning", "summary": []})
+        writer = ReasoningWriter(self, index)
+        self._open.append(writer)
+        return writer
+
+    def function_call(
+        self, *, name: str, call_id: str | None = None, item_id: str | None = None
+    ) -> FunctionCallWriter:
+        """Open a ``function_call`` item with empty arguments."""
+        index = self._append(
+            {
+                "id": item_id or new_id("fc"),
+                "type": "function_call",
+                "status": "in_progress",
+                "arguments": "",
+                "call_id": call_id or new_id("call"),
+                "name": name,
+            }
+        )
+        writer = FunctionCallWriter(self, index)
+        self._open.append(writer)
+        return writer
+
+    def complete_function_call(
+        self, *, name: str, arguments: str, call_id: str | None = None
+    ) -> int:
+        """Add a whole ``function_call`` (arguments in one delta); returns its output index."""
+        writer = self.function_call(name=name, call_id=call_id)
+        writer.arguments(arguments)
+        writer.finish()
+        return writer.output_index
+
+    def close_open(self, status: str = "incomplete") -> None:
+        """Close every item still open, with ``status``, in output-index order."""
+        for writer in sorted(self._open, key=lambda w: w.output_index):
+            writer.finish(status)
+        self._open.clear()

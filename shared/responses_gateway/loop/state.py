@@ -1,0 +1,209 @@
+"""Loop state and the actions the driver dispatches on.
+
+Owns :class:`LoopState`, the whole serializable state of one response's agent loop, and the four
+actions of :data:`NextAction`. The state round-trips through JSON (:meth:`LoopState.to_json` /
+:meth:`LoopState.from_json`) and carries a schema version, so a later step can checkpoint it to
+DynamoDB and resume it in another process. It holds no secrets and no live objects (clients,
+sinks, deadlines): those travel in :class:`responses_gateway.loop.driver.LoopContext`.
+
+This module decides nothing; ``driver.decide_after_*`` do.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "CallLlm",
+    "ExecuteTools",
+    "Finish",
+    "InterruptForApproval",
+    "LoopState",
+    "NextAction",
+    "Outcome",
+    "StopReason",
+    "TurnResult",
+]
+
+SCHEMA_VERSION = 1
+"""Version of the serialized :class:`LoopState`. Bump it when the JSON shape changes."""
+
+Outcome = Literal["completed", "incomplete", "failed", "cancelled"]
+StopReason = Literal["stop", "length", "content_filter"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallLlm:
+    """Call the upstream model with the current transcript."""
+
+    kind: Literal["call_llm"] = "call_llm"
+
+
+@dataclass(frozen=True, slots=True)
+class ExecuteTools:
+    """Execute gateway-owned tool calls (the output indexes of their call items)."""
+
+    output_indexes: tuple[int, ...]
+    kind: Literal["execute_tools"] = "execute_tools"
+
+
+@dataclass(frozen=True, slots=True)
+class InterruptForApproval:
+    """End the response asking the client to approve these calls (output indexes)."""
+
+    output_indexes: tuple[int, ...]
+    kind: Literal["interrupt_for_approval"] = "interrupt_for_approval"
+
+
+@dataclass(frozen=True, slots=True)
+class Finish:
+    """Render the response with this outcome and stop."""
+
+    outcome: Outcome = "completed"
+    reason: str | None = None
+    """``incomplete_details.reason`` when the outcome is ``incomplete``."""
+    error: dict[str, Any] | None = None
+    """``{"code","message"}`` when the outcome is ``failed``."""
+    kind: Literal["finish"] = "finish"
+
+
+NextAction = CallLlm | ExecuteTools | InterruptForApproval | Finish
+
+_ACTIONS: dict[str, type[CallLlm | ExecuteTools | InterruptForApproval | Finish]] = {
+    "call_llm": CallLlm,
+    "execute_tools": ExecuteTools,
+    "interrupt_for_approval": InterruptForApproval,
+    "finish": Finish,
+}
+
+
+def _action_to_json(action: NextAction) -> dict[str, Any]:
+    if isinstance(action, ExecuteTools | InterruptForApproval):
+        return {"kind": action.kind, "output_indexes": list(action.output_indexes)}
+    if isinstance(action, Finish):
+        return {
+            "kind": action.kind,
+            "outcome": action.outcome,
+            "reason": action.reason,
+            "error": action.error,
+        }
+    return {"kind": action.kind}
+
+
+def _action_from_json(data: dict[str, Any]) -> NextAction:
+    kind = data["kind"]
+    if kind == "execute_tools":
+        return ExecuteTools(output_indexes=tuple(data["output_indexes"]))
+    if kind == "interrupt_for_approval":
+        return InterruptForApproval(output_indexes=tuple(data["output_indexes"]))
+    if kind == "finish":
+        return Finish(outcome=data["outcome"], reason=data.get("reason"), error=data.get("error"))
+    if kind in _ACTIONS:
+        return CallLlm()
+    raise ValueError(f"unknown loop action {kind!r}")
+
+
+@dataclass(slots=True)
+class TurnResult:
+    """What one model call produced, as the adapter reports it."""
+
+    stop: StopReason = "stop"
+    """Why the model stopped: ``length`` means it hit ``max_output_tokens``."""
+    usage: dict[str, Any] | None = None
+    """Responses-shaped usage of this call, if the upstream reported it."""
+
+
+@dataclass(slots=True)
+class LoopState:
+    """Everything one response's loop needs to continue, as plain JSON-able data."""
+
+    response_id: str
+    created_at: int
+    model: str
+    request: dict[str, Any]
+    """The validated request, as echoed in the Response object (no secrets, no ``input``)."""
+    upstream_input: list[dict[str, Any]]
+    """The transcript sent to the model before this response's output: history, then input."""
+    control_items: list[dict[str, Any]] = field(default_factory=list)
+    """Input items that steer the gateway and never reach the model (approvals, listings)."""
+    output: list[dict[str, Any]] = field(default_factory=list)
+    """This response's output items, in output-index order."""
+    next_action: NextAction = field(default_factory=CallLlm)
+    status: str = "in_progress"
+    incomplete_reason: str | None = None
+    error: dict[str, Any] | None = None
+    usage: dict[str, Any] | None = None
+    llm_calls: int = 0
+    tool_calls_executed: int = 0
+    turn_start: int = 0
+    """Index in ``output`` of the first item the latest model call produced."""
+    last_stop: StopReason = "stop"
+    started: bool = False
+    """Whether ``response.created`` was emitted."""
+    completed_at: int | None = None
+    schema_version: int = SCHEMA_VERSION
+
+    def take_next_action(self) -> NextAction:
+        """Return the pending action and leave ``Finish`` in its place (a safe default)."""
+        action = self.next_action
+        self.next_action = Finish()
+        return action
+
+    def set_next_action(self, action: NextAction) -> None:
+        self.next_action = action
+
+    def add_usage(self, usage: dict[str, Any] | None) -> None:
+        """Accumulate one model call's usage into the response's usage."""
+        if usage is None:
+            return
+        if self.usage is None:
+            self.usage = json.loads(json.dumps(usage))
+            return
+        total = self.usage
+        for key in ("input_tokens", "output_tokens", "total_tokens"):
+            total[key] = int(total.get(key) or 0) + int(usage.get(key) or 0)
+        for details, keys in (
+            ("input_tokens_details", ("cached_tokens",)),
+            ("output_tokens_details", ("reasoning_tokens",)),
+        ):
+            mine = total.setdefault(details, {})
+            theirs = usage.get(details) or {}
+            for key in keys:
+                mine[key] = int(mine.get(key) or 0) + int(theirs.get(key) or 0)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-able dict of the whole state."""
+        return {
+            "schema_version": self.schema_version,
+            "response_id": self.response_id,
+            "created_at": self.created_at,
+            "model": self.model,
+            "request": self.request,
+            "upstream_input": self.upstream_input,
+            "control_items": self.control_items,
+            "output": self.output,
+            "next_action": _action_to_json(self.next_action),
+            "status": self.status,
+            "incomplete_reason": self.incomplete_reason,
+            "error": self.error,
+            "usage": self.usage,
+            "llm_calls": self.llm_calls,
+            "tool_calls_executed": self.tool_calls_executed,
+            "turn_start": self.turn_start,
+            "last_stop": self.last_stop,
+            "started": self.started,
+            "completed_at": self.completed_at,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> LoopState:
+        """Rebuild a state from :meth:`to_json` output; rejects unknown schema versions."""
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"unsupported loop state schema version {version!r}")
+        fields = dict(data)
+        fields["next_action"] = _action_from_json(data["next_action"])
+        return cls(**fields)
