@@ -11,10 +11,11 @@ raises :mod:`responses_gateway.errors` upstream errors. It never decides what th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from responses_gateway.loop.output import OutputWriter
-from responses_gateway.loop.state import TurnResult
+if TYPE_CHECKING:  # the loop imports this module; annotations only, to keep imports acyclic
+    from responses_gateway.loop.output import OutputWriter
+    from responses_gateway.loop.state import TurnResult
 
 __all__ = ["Adapter", "ModelCall"]
 
@@ -42,8 +43,10 @@ class ModelCall:
 class Adapter(Protocol):
     """Calls the upstream model in one wire format."""
 
-    wire: str
-    """Which wire format: ``chat``, ``responses`` or ``harmony``."""
+    @property
+    def wire(self) -> str:
+        """Which wire format: ``chat``, ``responses`` or ``harmony``."""
+        ...
 
     async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
         """Call the model once, report its output through ``out``, return how it stopped.

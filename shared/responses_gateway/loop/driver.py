@@ -14,12 +14,13 @@ streamed yet).
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from responses_gateway.adapters.base import Adapter, ModelCall
-from responses_gateway.errors import GatewayError, UpstreamStatusError
+from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
 from responses_gateway.loop.events import ResponseFinished, ResponseStarted, Sink
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.prepared import model_transcript
@@ -43,6 +44,8 @@ __all__ = [
     "run_loop",
     "step",
 ]
+
+logger = logging.getLogger(__name__)
 
 _PASSED_PARAMS = (
     "temperature",
@@ -146,6 +149,11 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
         writer.close_open("incomplete")
         ctx.failure = error
         return Finish("failed", error=error_object(error))
+    except Exception:  # a bug in an adapter must still end the response properly
+        logger.exception("model call failed unexpectedly")
+        writer.close_open("incomplete")
+        ctx.failure = InternalError("The gateway failed to process the model's answer.")
+        return Finish("failed", error=error_object(ctx.failure))
     state.llm_calls += 1
     state.add_usage(turn.usage)
     state.last_stop = turn.stop

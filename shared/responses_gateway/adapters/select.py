@@ -1,0 +1,133 @@
+"""Endpoint selection: which wire format a provider is spoken to in.
+
+Owns the ``api`` setting of a provider: ``chat``, ``responses`` and ``harmony`` are pinned and
+never change; ``auto`` picks Responses for OpenAI's own hosts (``openai.com`` and its subdomains,
+matched as a suffix on the parsed host, so ``api.openai.com.evil.example`` is not one) and Chat
+Completions elsewhere. Under ``auto``, an upstream error that says the model needs the Responses
+API latches a sticky, process-wide upgrade of that provider to Responses and re-issues the same
+call once (safe: a status error arrives before any output was reported).
+
+It decides nothing about the loop; the adapters it builds only call the model.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal
+
+import httpx
+
+from responses_gateway.adapters.base import Adapter, ModelCall
+from responses_gateway.adapters.chat_completions import ChatCompletionsAdapter
+from responses_gateway.adapters.responses_api import ResponsesAdapter
+from responses_gateway.config import Provider
+from responses_gateway.errors import InvalidRequestError, UpstreamStatusError
+from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.state import TurnResult
+
+__all__ = [
+    "AutoAdapter",
+    "UpgradeLatch",
+    "asks_for_responses_api",
+    "auto_wire",
+    "is_openai_host",
+    "make_adapter",
+]
+
+Wire = Literal["chat", "responses"]
+
+
+def is_openai_host(base_url: str) -> bool:
+    """Whether ``base_url``'s host is ``openai.com`` or one of its subdomains."""
+    try:
+        host = httpx.URL(base_url).host.lower().rstrip(".")
+    except (httpx.InvalidURL, TypeError):
+        return False
+    return host == "openai.com" or host.endswith(".openai.com")
+
+
+def auto_wire(base_url: str) -> Wire:
+    """The wire format ``auto`` starts with for a provider at ``base_url``."""
+    return "responses" if is_openai_host(base_url) else "chat"
+
+
+_MARKERS = ("/v1/responses", "v1/responses", "responses api", "unsupported_api_for_model")
+
+
+def asks_for_responses_api(error: UpstreamStatusError) -> bool:
+    """Whether an upstream error says to use the Responses API instead of Chat Completions."""
+    if not 400 <= error.upstream_status < 500 or error.upstream_status == 429:
+        return False
+    text = f"{error.message} {error.code or ''} {error.body}".lower()
+    return any(marker in text for marker in _MARKERS)
+
+
+class UpgradeLatch:
+    """Providers (by base URL) upgraded from Chat Completions to Responses in this process."""
+
+    def __init__(self) -> None:
+        self._upgraded: set[str] = set()
+        self._lock = threading.Lock()
+
+    def is_upgraded(self, base_url: str) -> bool:
+        return base_url in self._upgraded
+
+    def upgrade(self, base_url: str) -> None:
+        with self._lock:
+            self._upgraded.add(base_url)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._upgraded.clear()
+
+
+PROCESS_LATCH = UpgradeLatch()
+"""The process-wide latch. It holds provider URLs only, never tenant data."""
+
+
+class AutoAdapter:
+    """Chat Completions first, Responses once the upstream says so (then for good)."""
+
+    def __init__(self, chat: Adapter, responses: Adapter, base_url: str, latch: UpgradeLatch):
+        self._chat = chat
+        self._responses = responses
+        self._base_url = base_url
+        self._latch = latch
+
+    @property
+    def wire(self) -> str:
+        return "responses" if self._latch.is_upgraded(self._base_url) else "chat"
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        if self._latch.is_upgraded(self._base_url):
+            return await self._responses.call_llm(call, out)
+        try:
+            return await self._chat.call_llm(call, out)
+        except UpstreamStatusError as error:
+            if not asks_for_responses_api(error):
+                raise
+        self._latch.upgrade(self._base_url)
+        return await self._responses.call_llm(call, out)
+
+
+def make_adapter(
+    provider: Provider, client: httpx.AsyncClient, latch: UpgradeLatch = PROCESS_LATCH
+) -> Adapter:
+    """The adapter that speaks to ``provider`` in its configured (or detected) wire format."""
+    args = (client, provider.base_url, provider.api_key, dict(provider.headers))
+    if provider.api == "chat":
+        return ChatCompletionsAdapter(*args)
+    if provider.api == "responses":
+        return ResponsesAdapter(*args)
+    if provider.api == "harmony":
+        raise InvalidRequestError(
+            f"Provider '{provider.name}' uses the harmony wire format, which this gateway "
+            "version does not support yet.",
+            param="model",
+            code="unsupported_api",
+        )
+    if auto_wire(provider.base_url) == "responses":
+        return ResponsesAdapter(*args)
+    return AutoAdapter(
+        ChatCompletionsAdapter(*args), ResponsesAdapter(*args), provider.base_url, latch
+    )

@@ -1,0 +1,186 @@
+"""The driver end to end with an in-test adapter: event order, endings, step-by-step resume."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from responses_gateway.adapters.base import ModelCall
+from responses_gateway.errors import InternalError, UpstreamStatusError
+from responses_gateway.loop import LoopContext, LoopState, run_loop, step
+from responses_gateway.loop.driver import build_model_call
+from responses_gateway.loop.events import LoopEvent, ResponseFinished, ResponseStarted
+from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.state import Finish, TurnResult
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[LoopEvent] = []
+
+    def emit(self, event: LoopEvent) -> None:
+        self.events.append(event)
+
+    def types(self) -> list[str]:
+        return [type(e).__name__ for e in self.events]
+
+
+Script = Callable[[ModelCall, OutputWriter], TurnResult]
+
+
+class ScriptAdapter:
+    wire = "test"
+
+    def __init__(self, *turns: Script) -> None:
+        self.turns = list(turns)
+        self.calls: list[ModelCall] = []
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        self.calls.append(call)
+        return self.turns.pop(0)(call, out)
+
+
+def say(text: str, stop: str = "stop") -> Script:
+    def turn(call: ModelCall, out: OutputWriter) -> TurnResult:
+        out.upstream_responding()
+        message = out.message(item_id="msg_1")
+        message.text(text)
+        if stop == "stop":
+            message.finish()
+        return TurnResult(stop=stop, usage={"input_tokens": 3, "output_tokens": 2})  # type: ignore[arg-type]
+
+    return turn
+
+
+def _state(**request: Any) -> LoopState:
+    return LoopState(
+        response_id="resp_1",
+        created_at=1,
+        model="demo",
+        request=request,
+        upstream_input=[{"type": "message", "role": "user", "content": "hi"}],
+    )
+
+
+async def test_run_loop_text_emits_started_items_finished() -> None:
+    sink = Recorder()
+    state = await run_loop(_state(), LoopContext(ScriptAdapter(say("Hello")), "up"), sink)
+    assert sink.types() == [
+        "ResponseStarted",
+        "UpstreamResponding",
+        "ItemStarted",
+        "PartStarted",
+        "TextDelta",
+        "PartFinished",
+        "ItemFinished",
+        "ResponseFinished",
+    ]
+    started = sink.events[0]
+    assert isinstance(started, ResponseStarted)
+    assert started.response["status"] == "in_progress" and started.response["output"] == []
+    finished = sink.events[-1]
+    assert isinstance(finished, ResponseFinished)
+    assert finished.response["status"] == "completed"
+    assert finished.response["output"][0]["content"][0]["text"] == "Hello"
+    assert finished.response["usage"] == {
+        "input_tokens": 3,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 2,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 5,
+    }
+    assert state.llm_calls == 1 and state.completed_at is not None
+
+
+async def test_run_loop_length_closes_message_incomplete() -> None:
+    sink = Recorder()
+    state = await run_loop(_state(), LoopContext(ScriptAdapter(say("Hel", "length")), "up"), sink)
+    response = state_response(sink)
+    assert response["status"] == "incomplete"
+    assert response["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert response["output"][0]["status"] == "incomplete"
+    assert state.completed_at is None
+
+
+def state_response(sink: Recorder) -> dict[str, Any]:
+    event = sink.events[-1]
+    assert isinstance(event, ResponseFinished)
+    return event.response
+
+
+async def test_run_loop_upstream_429_fails_and_keeps_error_for_edge() -> None:
+    def refuse(call: ModelCall, out: OutputWriter) -> TurnResult:
+        raise UpstreamStatusError(429, "Rate limit reached", code="rate_limit_exceeded")
+
+    sink = Recorder()
+    ctx = LoopContext(ScriptAdapter(refuse), "up")
+    await run_loop(_state(), ctx, sink)
+    assert isinstance(ctx.failure, UpstreamStatusError) and ctx.failure.status_code == 429
+    response = state_response(sink)
+    assert response["status"] == "failed"
+    assert response["error"] == {"code": "rate_limit_exceeded", "message": "Rate limit reached"}
+    assert sink.types() == ["ResponseStarted", "ResponseFinished"]
+
+
+async def test_run_loop_adapter_bug_fails_with_internal_error_and_closes_items() -> None:
+    def crash(call: ModelCall, out: OutputWriter) -> TurnResult:
+        out.message(item_id="msg_1").text("partial")
+        raise KeyError("bug")
+
+    sink = Recorder()
+    ctx = LoopContext(ScriptAdapter(crash), "up")
+    await run_loop(_state(), ctx, sink)
+    assert isinstance(ctx.failure, InternalError)
+    response = state_response(sink)
+    assert response["status"] == "failed"
+    assert response["output"][0]["status"] == "incomplete"
+    assert response["error"]["code"] == "server_error"
+
+
+async def test_step_one_action_at_a_time_resumes_from_json() -> None:
+    sink = Recorder()
+    state = _state()
+    adapter = ScriptAdapter(say("Hello"))
+    assert await step(state, LoopContext(adapter, "up"), sink) is False
+    assert state.next_action == Finish("completed")
+    resumed = LoopState.from_json(json.loads(json.dumps(state.to_json())))
+    assert await step(resumed, LoopContext(adapter, "up"), sink) is True
+    assert resumed.status == "completed"
+    assert sink.types().count("ResponseStarted") == 1
+
+
+def test_build_model_call_passes_only_what_the_client_set() -> None:
+    state = _state(
+        instructions="Be brief.",
+        temperature=None,
+        top_p=0.5,
+        max_output_tokens=50,
+        parallel_tool_calls=True,
+        tool_choice="auto",
+        reasoning={"effort": None, "summary": None},
+        text={"format": {"type": "text"}},
+        tools=[{"type": "function", "name": "f", "parameters": {}}],
+    )
+    call = build_model_call(state, LoopContext(ScriptAdapter(), "upstream-model"))
+    assert call.model == "upstream-model"
+    assert call.instructions == "Be brief."
+    assert call.params == {"top_p": 0.5, "max_output_tokens": 50}
+    assert call.tools == [{"type": "function", "name": "f", "parameters": {}}]
+    assert call.tool_choice == "auto"
+    assert call.input == [{"type": "message", "role": "user", "content": "hi"}]
+
+
+def test_build_model_call_without_tools_sends_no_tool_choice() -> None:
+    state = _state(
+        tool_choice="required",
+        parallel_tool_calls=False,
+        reasoning={"effort": "high", "summary": None},
+        text={"format": {"type": "json_object"}},
+    )
+    call = build_model_call(state, LoopContext(ScriptAdapter(), "m"))
+    assert call.tools == [] and call.tool_choice is None
+    assert call.params == {
+        "reasoning": {"effort": "high"},
+        "text": {"format": {"type": "json_object"}},
+    }

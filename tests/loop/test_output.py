@@ -1,0 +1,153 @@
+"""OutputWriter: items, parts and events come out in lifecycle order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from responses_gateway.loop.events import (
+    ArgumentsDelta,
+    ArgumentsFinished,
+    ItemFinished,
+    ItemStarted,
+    LoopEvent,
+    PartFinished,
+    PartStarted,
+    TextDelta,
+)
+from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.state import LoopState
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[LoopEvent] = []
+
+    def emit(self, event: LoopEvent) -> None:
+        self.events.append(event)
+
+
+def _writer() -> tuple[LoopState, Recorder, OutputWriter]:
+    state = LoopState(response_id="resp_1", created_at=1, model="m", request={}, upstream_input=[])
+    sink = Recorder()
+    return state, sink, OutputWriter(state, sink)
+
+
+def test_message_text_then_finish_emits_full_lifecycle() -> None:
+    state, sink, out = _writer()
+    message = out.message(item_id="msg_1")
+    message.text("Hel")
+    message.text("")
+    message.text("lo")
+    message.finish()
+    part = {"type": "output_text", "text": "Hello", "annotations": [], "logprobs": []}
+    item = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "completed",
+        "content": [part],
+    }
+    assert state.output == [item]
+    assert sink.events == [
+        ItemStarted(
+            0,
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            },
+        ),
+        PartStarted(0, "msg_1", 0, {**part, "text": ""}),
+        TextDelta(0, "msg_1", 0, "output_text", "Hel"),
+        TextDelta(0, "msg_1", 0, "output_text", "lo"),
+        PartFinished(0, "msg_1", 0, part),
+        ItemFinished(0, item),
+    ]
+
+
+def test_item_started_snapshot_does_not_change_when_text_arrives() -> None:
+    _, sink, out = _writer()
+    out.message(item_id="msg_1").text("later")
+    started = sink.events[0]
+    assert isinstance(started, ItemStarted)
+    assert started.item["content"] == []
+
+
+def test_reasoning_summary_parts_close_in_order_then_text() -> None:
+    state, sink, out = _writer()
+    reasoning = out.reasoning(item_id="rs_1")
+    reasoning.summary("A", 0)
+    reasoning.summary("B", 1)
+    reasoning.text("raw")
+    reasoning.set_encrypted_content("enc")
+    reasoning.finish()
+    assert state.output == [
+        {
+            "id": "rs_1",
+            "type": "reasoning",
+            "encrypted_content": "enc",
+            "summary": [
+                {"type": "summary_text", "text": "A"},
+                {"type": "summary_text", "text": "B"},
+            ],
+            "content": [{"type": "reasoning_text", "text": "raw"}],
+        }
+    ]
+    kinds = [(type(e).__name__, getattr(e, "content_index", None)) for e in sink.events]
+    assert kinds == [
+        ("ItemStarted", None),
+        ("PartStarted", 0),
+        ("TextDelta", 0),
+        ("PartFinished", 0),
+        ("PartStarted", 1),
+        ("TextDelta", 1),
+        ("PartFinished", 1),
+        ("PartStarted", 0),
+        ("TextDelta", 0),
+        ("PartFinished", 0),
+        ("ItemFinished", None),
+    ]
+
+
+def test_function_call_arguments_finish_before_item() -> None:
+    state, sink, out = _writer()
+    call = out.function_call(name="f", call_id="call_1", item_id="fc_1")
+    call.arguments('{"a":')
+    call.arguments("1}")
+    call.finish()
+    item: dict[str, Any] = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "arguments": '{"a":1}',
+        "call_id": "call_1",
+        "name": "f",
+    }
+    assert state.output == [item]
+    assert sink.events[1:] == [
+        ArgumentsDelta(0, "fc_1", '{"a":'),
+        ArgumentsDelta(0, "fc_1", "1}"),
+        ArgumentsFinished(0, item),
+        ItemFinished(0, item),
+    ]
+
+
+def test_close_open_marks_open_items_incomplete_in_index_order() -> None:
+    state, sink, out = _writer()
+    out.message(item_id="msg_1").text("cut")
+    call = out.function_call(name="f", call_id="call_1", item_id="fc_1")
+    out.close_open("incomplete")
+    call.finish()  # already closed: no second ItemFinished
+    assert [item["status"] for item in state.output] == ["incomplete", "incomplete"]
+    finished = [e.output_index for e in sink.events if isinstance(e, ItemFinished)]
+    assert finished == [0, 1]
+
+
+def test_complete_function_call_assigns_gateway_ids() -> None:
+    state, _, out = _writer()
+    index = out.complete_function_call(name="f", arguments="{}")
+    item = state.output[index]
+    assert item["id"].startswith("fc_") and item["call_id"].startswith("call_")
+    assert item["status"] == "completed" and item["arguments"] == "{}"

@@ -1,0 +1,102 @@
+"""Provider configuration and model routing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from responses_gateway.config import ConfigError, load_config, parse_config
+from responses_gateway.errors import NotFoundError
+
+TOML = """
+[[providers]]
+name = "openai"
+base_url = "https://api.openai.com/v1/"
+api_key_env = "OPENAI_KEY"
+models = ["gpt-5"]
+prefixes = ["gpt-", "o4"]
+
+[[providers]]
+name = "local"
+base_url = "http://127.0.0.1:8000/v1"
+api = "chat"
+prefixes = ["local/", "local/big/"]
+strip_prefix = true
+
+[[providers]]
+name = "router"
+base_url = "https://openrouter.example/api/v1"
+api_key = "sk-router"
+default = true
+"""
+
+
+def test_load_config_without_settings_is_none() -> None:
+    assert load_config({}) is None
+
+
+def test_load_config_env_single_provider_takes_every_model() -> None:
+    config = load_config(
+        {"UPSTREAM_BASE_URL": "http://h:1/v1", "UPSTREAM_API_KEY": "sk-x", "UPSTREAM_API": "chat"}
+    )
+    assert config is not None
+    provider, model = config.route("anything")
+    assert (provider.base_url, provider.api_key, provider.api, model) == (
+        "http://h:1/v1", "sk-x", "chat", "anything"
+    )
+
+
+def test_load_config_toml_routes_exact_then_longest_prefix_then_default(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.toml"
+    path.write_text(TOML)
+    config = load_config({"GATEWAY_CONFIG": str(path), "OPENAI_KEY": "sk-openai"})
+    assert config is not None
+    openai, model = config.route("gpt-5")
+    assert (openai.name, openai.api_key, openai.base_url, model) == (
+        "openai", "sk-openai", "https://api.openai.com/v1", "gpt-5"
+    )
+    assert config.route("o4-mini")[0].name == "openai"
+    local, model = config.route("local/big/qwen")
+    assert (local.name, model) == ("local", "qwen")
+    assert config.route("meta/llama")[0].name == "router"
+
+
+def test_load_config_json_file(tmp_path: Path) -> None:
+    path = tmp_path / "gateway.json"
+    path.write_text(json.dumps({"providers": [{"base_url": "http://x/v1", "models": ["m"]}]}))
+    config = load_config({"GATEWAY_CONFIG": str(path)})
+    assert config is not None and config.route("m")[0].base_url == "http://x/v1"
+
+
+def test_route_unknown_model_without_default_is_404_model_not_found() -> None:
+    config = parse_config({"providers": [{"base_url": "http://x/v1", "models": ["m"]}]})
+    with pytest.raises(NotFoundError) as info:
+        config.route("other")
+    assert (info.value.param, info.value.code) == ("model", "model_not_found")
+    assert info.value.message == (
+        "The model `other` does not exist or you do not have access to it."
+    )
+
+
+def test_provider_repr_never_shows_the_key() -> None:
+    config = parse_config({"providers": [{"base_url": "http://x/v1", "api_key": "sk-secret"}]})
+    assert "sk-secret" not in repr(config)
+
+
+@pytest.mark.parametrize(
+    ("providers", "message"),
+    [
+        ([], "non-empty 'providers'"),
+        ([{"base_url": "ftp://x"}], "base_url must be an http"),
+        ([{"base_url": "http://x", "api": "grpc"}], "api must be one of"),
+        ([{"name": "a", "base_url": "http://x"}, {"name": "a", "base_url": "http://y"}], "unique"),
+        ([{"base_url": "http://x", "default": True}, {"base_url": "http://y", "default": True}],
+         "at most one"),
+        ([{"base_url": "http://x", "models": "m"}], "list of strings"),
+    ],
+)
+def test_parse_config_invalid_raises_config_error(providers: list[object], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_config({"providers": providers})
