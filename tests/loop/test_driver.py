@@ -85,7 +85,7 @@ async def test_run_loop_text_emits_started_items_finished() -> None:
     assert finished.response["output"][0]["content"][0]["text"] == "Hello"
     assert finished.response["usage"] == {
         "input_tokens": 3,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": 2,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 5,

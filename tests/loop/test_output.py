@@ -151,3 +151,56 @@ def test_complete_function_call_assigns_gateway_ids() -> None:
     item = state.output[index]
     assert item["id"].startswith("fc_") and item["call_id"].startswith("call_")
     assert item["status"] == "completed" and item["arguments"] == "{}"
+
+
+def test_message_refusal_opens_a_second_part_after_text() -> None:
+    state, sink, out = _writer()
+    message = out.message(item_id="msg_1")
+    message.text("I")
+    message.refusal("can't")
+    message.text("ignored after refusal")
+    message.finish()
+    assert state.output[0]["content"] == [
+        {"type": "output_text", "text": "I", "annotations": [], "logprobs": []},
+        {"type": "refusal", "refusal": "can't"},
+    ]
+    parts = [(type(e).__name__, getattr(e, "content_index", None)) for e in sink.events]
+    assert parts == [
+        ("ItemStarted", None),
+        ("PartStarted", 0),
+        ("TextDelta", 0),
+        ("PartFinished", 0),
+        ("PartStarted", 1),
+        ("TextDelta", 1),
+        ("PartFinished", 1),
+        ("ItemFinished", None),
+    ]
+
+
+def test_reasoning_text_after_summary_opens_a_new_content_part() -> None:
+    state, sink, out = _writer()
+    reasoning = out.reasoning(item_id="rs_1")
+    reasoning.text("a")
+    reasoning.summary("s")
+    reasoning.text("b")
+    reasoning.finish()
+    assert state.output[0]["content"] == [
+        {"type": "reasoning_text", "text": "a"},
+        {"type": "reasoning_text", "text": "b"},
+    ]
+    deltas = [(e.content_index, e.delta) for e in sink.events if isinstance(e, TextDelta)]
+    assert deltas == [(0, "a"), (0, "s"), (1, "b")]
+
+
+def test_closed_writers_ignore_late_text_and_arguments() -> None:
+    state, sink, out = _writer()
+    message = out.message(item_id="msg_1")
+    message.finish()
+    message.text("late")
+    call = out.function_call(name="", call_id="call_1", item_id="fc_1")
+    call.set_name("f")
+    call.finish()
+    call.arguments("late")
+    assert state.output[0]["content"][0]["text"] == ""
+    assert state.output[1]["name"] == "f" and state.output[1]["arguments"] == ""
+    assert not any(isinstance(e, (TextDelta, ArgumentsDelta)) for e in sink.events)

@@ -9,7 +9,7 @@ httpx response.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 
 import httpx
@@ -84,7 +84,7 @@ class SSEDecoder:
         return None
 
 
-async def aiter_sse(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+async def aiter_sse(response: httpx.Response) -> AsyncGenerator[ServerSentEvent, None]:
     """Decode an httpx streaming response into events; a dropped connection raises.
 
     A clean end of stream flushes the decoder (so a missing final blank line or a missing

@@ -66,25 +66,56 @@ class _ItemWriter:
 
 
 class MessageWriter(_ItemWriter):
-    """An assistant message with one ``output_text`` part, streamed with :meth:`text`."""
+    """An assistant message: an ``output_text`` part (:meth:`text`), then optionally a
+    ``refusal`` part (:meth:`refusal`)."""
+
+    def __init__(self, writer: OutputWriter, index: int) -> None:
+        super().__init__(writer, index)
+        self._part = 0
+        self._part_open = True
 
     def text(self, delta: str) -> None:
-        if not delta:
+        if not delta or self.closed or self._kind() != "output_text":
             return
-        part = self.item["content"][0]
-        part["text"] += delta
+        self._append(delta)
+
+    def refusal(self, delta: str) -> None:
+        """Append refusal text, in a ``refusal`` part that follows the text part."""
+        if not delta or self.closed:
+            return
+        if self._kind() != "refusal":
+            self._close_part()
+            content = self.item["content"]
+            content.append({"type": "refusal", "refusal": ""})
+            self._part = len(content) - 1
+            self._part_open = True
+            self._writer.sink.emit(
+                PartStarted(self.output_index, self.item_id, self._part, dict(content[-1]))
+            )
+        self._append(delta)
+
+    def _kind(self) -> str:
+        return str(self.item["content"][self._part]["type"])
+
+    def _append(self, delta: str) -> None:
+        part = self.item["content"][self._part]
+        key = "refusal" if part["type"] == "refusal" else "text"
+        part[key] += delta
         self._writer.sink.emit(
-            TextDelta(self.output_index, self.item_id, 0, "output_text", delta)
+            TextDelta(self.output_index, self.item_id, self._part, part["type"], delta)
         )
+
+    def _close_part(self) -> None:
+        if self._part_open:
+            self._part_open = False
+            part = dict(self.item["content"][self._part])
+            self._writer.sink.emit(PartFinished(self.output_index, self.item_id, self._part, part))
 
     def finish(self, status: str = "completed") -> None:
         if self.closed:
             return
-        item = self.item
-        item["status"] = status
-        self._writer.sink.emit(
-            PartFinished(self.output_index, self.item_id, 0, dict(item["content"][0]))
-        )
+        self.item["status"] = status
+        self._close_part()
         self._close_item()
 
 
@@ -94,26 +125,31 @@ class ReasoningWriter(_ItemWriter):
     def __init__(self, writer: OutputWriter, index: int) -> None:
         super().__init__(writer, index)
         self._text_open = False
+        self._text_index = 0
         self._summary_open: int | None = None
 
     def text(self, delta: str) -> None:
-        if not delta:
+        """Append raw reasoning text (text after a summary opens a new content part)."""
+        if not delta or self.closed:
             return
         item = self.item
         if not self._text_open:
             self._close_summary()
-            item.setdefault("content", []).append({"type": "reasoning_text", "text": ""})
+            content = item.setdefault("content", [])
+            content.append({"type": "reasoning_text", "text": ""})
+            self._text_index = len(content) - 1
             self._text_open = True
             self._writer.sink.emit(
-                PartStarted(self.output_index, self.item_id, 0, dict(item["content"][0]))
+                PartStarted(self.output_index, self.item_id, self._text_index, dict(content[-1]))
             )
-        item["content"][0]["text"] += delta
+        item["content"][self._text_index]["text"] += delta
         self._writer.sink.emit(
-            TextDelta(self.output_index, self.item_id, 0, "reasoning_text", delta)
+            TextDelta(self.output_index, self.item_id, self._text_index, "reasoning_text", delta)
         )
 
     def summary(self, delta: str, index: int = 0) -> None:
-        if not delta:
+        """Append text to summary part ``index`` (a new index closes the previous part)."""
+        if not delta or self.closed:
             return
         item = self.item
         if self._summary_open != index:
@@ -146,8 +182,9 @@ class ReasoningWriter(_ItemWriter):
         if not self._text_open:
             return
         self._text_open = False
+        index = self._text_index
         self._writer.sink.emit(
-            PartFinished(self.output_index, self.item_id, 0, dict(self.item["content"][0]))
+            PartFinished(self.output_index, self.item_id, index, dict(self.item["content"][index]))
         )
 
     def finish(self, status: str = "completed") -> None:
@@ -164,10 +201,15 @@ class FunctionCallWriter(_ItemWriter):
     """A ``function_call`` item whose arguments stream with :meth:`arguments`."""
 
     def arguments(self, delta: str) -> None:
-        if not delta:
+        if not delta or self.closed:
             return
         self.item["arguments"] += delta
         self._writer.sink.emit(ArgumentsDelta(self.output_index, self.item_id, delta))
+
+    def set_name(self, name: str) -> None:
+        """Name the call, for upstreams that send the name only when the call ends."""
+        if not self.closed:
+            self.item["name"] = name
 
     def finish(self, status: str = "completed") -> None:
         if self.closed:

@@ -26,7 +26,10 @@ def normalize_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     out_details = usage.get("output_tokens_details") or {}
     return {
         "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": int(in_details.get("cached_tokens") or 0)},
+        "input_tokens_details": {
+            "cached_tokens": int(in_details.get("cached_tokens") or 0),
+            "cache_write_tokens": int(in_details.get("cache_write_tokens") or 0),
+        },
         "output_tokens": output_tokens,
         "output_tokens_details": {
             "reasoning_tokens": int(out_details.get("reasoning_tokens") or 0)

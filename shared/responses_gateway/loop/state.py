@@ -166,13 +166,14 @@ class LoopState:
         for key in ("input_tokens", "output_tokens", "total_tokens"):
             total[key] = int(total.get(key) or 0) + int(usage.get(key) or 0)
         for details, keys in (
-            ("input_tokens_details", ("cached_tokens",)),
+            ("input_tokens_details", ("cached_tokens", "cache_write_tokens")),
             ("output_tokens_details", ("reasoning_tokens",)),
         ):
             mine = total.setdefault(details, {})
             theirs = usage.get(details) or {}
             for key in keys:
-                mine[key] = int(mine.get(key) or 0) + int(theirs.get(key) or 0)
+                if key in mine or key in theirs:
+                    mine[key] = int(mine.get(key) or 0) + int(theirs.get(key) or 0)
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-able dict of the whole state."""

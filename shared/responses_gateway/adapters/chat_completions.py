@@ -1,0 +1,499 @@
+"""The Chat Completions adapter: a Responses model call over ``POST /chat/completions``.
+
+Owns both directions of the chat wire format. :func:`to_chat_request` turns a :class:`ModelCall`
+into the exact upstream payload (pure, no I/O); :class:`ChatCompletionsAdapter` sends it, always
+streaming (``stream: true`` with usage), and turns the chunks into output items through the
+:class:`~responses_gateway.loop.output.OutputWriter`. It must not touch ``state.output`` or the
+sink directly, and it never decides what the loop does next.
+
+Translation rules (the lossy ones on purpose):
+
+* ``developer`` messages become ``system`` messages (most chat servers reject ``developer``).
+  Text parts of one message are joined with ``"\\n"`` into a plain string; a message with an image
+  or file part is sent as a list of chat parts instead.
+* ``reasoning`` items are never sent upstream: most chat servers reject or ignore prior reasoning.
+  Item types other than messages, function calls and their outputs are ignored.
+* An assistant message and the ``function_call`` items right after it form ONE assistant message
+  with ``tool_calls``. Every ``function_call_output`` is placed after its call (reordered when the
+  client sent it earlier); an output with no call is a 400, since chat cannot represent it.
+* ``prompt_cache_key``, ``safety_identifier`` and ``text.verbosity`` are not sent (most chat
+  servers reject unknown fields); an ``mcp`` ``tool_choice`` is dropped (upstream default).
+
+Streaming rules: text and reasoning stream as they arrive, one open item at a time. Tool calls are
+accumulated per ``index`` and flushed exactly once, in index order, at the first of
+``finish_reason``, ``[DONE]`` or end of stream; empty arguments become ``"{}"``. The stream is read
+to its end so a trailing usage chunk is captured. When the model stopped for ``length`` or
+``content_filter``, the last item (the open text item, or the tool calls) is left open for the
+driver to close as ``incomplete``.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from responses_gateway.adapters.base import ModelCall
+from responses_gateway.adapters.sse import aiter_sse
+from responses_gateway.errors import (
+    InvalidRequestError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTransportError,
+)
+from responses_gateway.loop.output import MessageWriter, OutputWriter, ReasoningWriter
+from responses_gateway.loop.state import StopReason, TurnResult
+
+__all__ = ["ChatCompletionsAdapter", "to_chat_request"]
+
+_ROLES = {"developer": "system"}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
+_PASSED_PARAMS = ("temperature", "top_p", "user", "parallel_tool_calls", "service_tier")
+
+
+# --- request: Responses items -> chat payload ------------------------------------------------
+
+
+def _text_of(part: dict[str, Any]) -> str:
+    value = part.get("refusal") if part.get("type") == "refusal" else part.get("text")
+    return value if isinstance(value, str) else ""
+
+
+def _join_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    texts = [_text_of(p) for p in parts if isinstance(p, dict) and p.get("type") in _TEXT_PARTS]
+    return "\n".join(texts)
+
+
+def _chat_part(part: dict[str, Any]) -> dict[str, Any] | None:
+    kind = part.get("type")
+    if kind in _TEXT_PARTS:
+        return {"type": "text", "text": _text_of(part)}
+    if kind == "input_image":
+        if not part.get("image_url"):
+            raise InvalidRequestError(
+                "Chat Completions upstreams need input_image.image_url (a URL or data URL).",
+                param="input",
+            )
+        image: dict[str, Any] = {"url": part["image_url"]}
+        if part.get("detail"):
+            image["detail"] = part["detail"]
+        return {"type": "image_url", "image_url": image}
+    if kind == "input_file":
+        file = {k: part[k] for k in ("file_data", "file_id", "filename") if part.get(k)}
+        if "file_data" not in file and "file_id" not in file:
+            raise InvalidRequestError(
+                "Chat Completions upstreams need input_file.file_data or file_id.", param="input"
+            )
+        return {"type": "file", "file": file}
+    return None
+
+
+def _chat_message(item: dict[str, Any]) -> dict[str, Any]:
+    role = str(item.get("role") or "user")
+    content = item.get("content")
+    if role == "assistant":
+        return {"role": "assistant", "content": _join_text(content)}
+    role = _ROLES.get(role, role)
+    if not isinstance(content, list):
+        return {"role": role, "content": _join_text(content)}
+    parts = [p for p in (_chat_part(x) for x in content if isinstance(x, dict)) if p is not None]
+    if all(p["type"] == "text" for p in parts):
+        return {"role": role, "content": "\n".join(p["text"] for p in parts)}
+    return {"role": role, "content": parts}
+
+
+def _tool_output(output: Any) -> str:
+    if output is None:
+        return ""
+    if isinstance(output, str | list):
+        return _join_text(output)
+    return json.dumps(output)
+
+
+class _Transcript:
+    """Builds chat messages, merging tool calls and keeping each output after its call."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self._calls_ahead = {i.get("call_id") for i in items if i.get("type") == "function_call"}
+        self._seen: set[Any] = set()
+        self._deferred: dict[Any, list[dict[str, Any]]] = {}
+        self._open: dict[str, Any] | None = None
+        """The assistant message later function calls merge into."""
+        self._group: list[Any] = []
+        """Call ids of ``_open``'s tool calls, whose deferred outputs follow it."""
+
+    def add(self, item: dict[str, Any]) -> None:
+        kind = item.get("type") or ("message" if "role" in item else None)
+        if kind == "function_call":
+            self._call(item)
+        elif kind == "function_call_output":
+            self._close_group()
+            self._output(item)
+        elif kind == "message":
+            self._close_group()
+            message = _chat_message(item)
+            self.messages.append(message)
+            self._open = message if message["role"] == "assistant" else None
+
+    def _call(self, item: dict[str, Any]) -> None:
+        if self._open is None:
+            self._open = {"role": "assistant"}
+            self.messages.append(self._open)
+        call_id = item.get("call_id")
+        self._open.setdefault("tool_calls", []).append(
+            {
+                "id": call_id,
+                "type": "function",
+                "function": {
+                    "name": item.get("name", ""),
+                    "arguments": item.get("arguments") or "{}",
+                },
+            }
+        )
+        self._seen.add(call_id)
+        self._group.append(call_id)
+
+    def _output(self, item: dict[str, Any]) -> None:
+        call_id = item.get("call_id")
+        content = _tool_output(item.get("output"))
+        message = {"role": "tool", "tool_call_id": call_id, "content": content}
+        if call_id in self._seen:
+            self.messages.append(message)
+        elif call_id in self._calls_ahead:
+            self._deferred.setdefault(call_id, []).append(message)
+        else:
+            raise InvalidRequestError(
+                f"No function call found for function_call_output with call_id '{call_id}'.",
+                param="input",
+            )
+
+    def _close_group(self) -> None:
+        for call_id in self._group:
+            self.messages.extend(self._deferred.pop(call_id, []))
+        self._group = []
+        self._open = None
+
+    def finish(self) -> list[dict[str, Any]]:
+        self._close_group()
+        return self.messages
+
+
+def _chat_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    function = {"name": tool.get("name", "")}
+    function.update(
+        {k: tool[k] for k in ("description", "parameters", "strict") if tool.get(k) is not None}
+    )
+    return {"type": "function", "function": function}
+
+
+def _tool_choice(choice: Any) -> Any:
+    if isinstance(choice, str):
+        return choice
+    if isinstance(choice, dict):
+        if choice.get("type") == "function" and choice.get("name"):
+            return {"type": "function", "function": {"name": choice["name"]}}
+        if choice.get("type") == "allowed_tools" and choice.get("mode") in ("auto", "required"):
+            return choice["mode"]
+    return None
+
+
+def _params(params: dict[str, Any]) -> dict[str, Any]:
+    out = {k: params[k] for k in _PASSED_PARAMS if params.get(k) is not None}
+    if params.get("max_output_tokens") is not None:
+        out["max_tokens"] = params["max_output_tokens"]
+    if params.get("top_logprobs") is not None:
+        out["logprobs"] = True
+        out["top_logprobs"] = params["top_logprobs"]
+    effort = (params.get("reasoning") or {}).get("effort")
+    if effort:
+        out["reasoning_effort"] = effort
+    fmt = (params.get("text") or {}).get("format") or {}
+    if fmt.get("type") == "json_schema":
+        schema = {k: fmt[k] for k in ("name", "description", "schema", "strict") if k in fmt}
+        out["response_format"] = {"type": "json_schema", "json_schema": schema}
+    elif fmt.get("type") == "json_object":
+        out["response_format"] = {"type": "json_object"}
+    return out
+
+
+def to_chat_request(call: ModelCall) -> dict[str, Any]:
+    """The exact ``/chat/completions`` payload for ``call`` (always a streaming request).
+
+    Raises:
+        InvalidRequestError: the input cannot be represented in chat messages.
+    """
+    transcript = _Transcript(call.input)
+    if call.instructions:
+        transcript.messages.append({"role": "system", "content": call.instructions})
+    for item in call.input:
+        transcript.add(item)
+    payload: dict[str, Any] = {"model": call.model, "messages": transcript.finish()}
+    tools = [_chat_tool(t) for t in call.tools if t.get("type", "function") == "function"]
+    if tools:
+        payload["tools"] = tools
+        choice = _tool_choice(call.tool_choice)
+        if choice is not None:
+            payload["tool_choice"] = choice
+    payload.update(_params(call.params))
+    payload["stream"] = True
+    payload["stream_options"] = {"include_usage": True}
+    return payload
+
+
+# --- response: chat chunks -> output items ----------------------------------------------------
+
+
+def _error_fields(error: Any) -> tuple[str, str | None, str | None]:
+    """``(message, code, param)`` of an OpenAI-style error object (or a bare string)."""
+    if isinstance(error, str):
+        return error, None, None
+    if not isinstance(error, dict):
+        return "", None, None
+    message, code, param = error.get("message"), error.get("code"), error.get("param")
+    return (
+        message if isinstance(message, str) else "",
+        code if isinstance(code, str) else None,
+        param if isinstance(param, str) else None,
+    )
+
+
+def _status_error(status: int, raw: str) -> UpstreamStatusError:
+    try:
+        body: Any = json.loads(raw)
+    except ValueError:
+        body = raw.strip()[:500]
+    if isinstance(body, dict):
+        body = body.get("error") or body.get("message") or body.get("detail") or body
+    message, code, param = _error_fields(body)
+    message = message or f"The upstream model returned HTTP {status}."
+    return UpstreamStatusError(status, message, code=code, param=param, body=raw)
+
+
+def _stream_error(error: Any, raw: str) -> UpstreamStatusError | UpstreamProtocolError:
+    message, code, param = _error_fields(error)
+    message = message or "The upstream model reported an error mid-stream."
+    if isinstance(error, dict):
+        for key in ("status", "code"):
+            status = error.get(key)
+            if isinstance(status, int) and 400 <= status < 600:
+                return UpstreamStatusError(status, message, code=code, param=param, body=raw)
+    return UpstreamProtocolError(message, code=code)
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def _usage(raw: dict[str, Any]) -> dict[str, Any]:
+    input_tokens, output_tokens = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
+    cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
+    reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": _int(cached)},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": _int(reasoning)},
+        "total_tokens": _int(raw.get("total_tokens")) or input_tokens + output_tokens,
+    }
+
+
+def _stop_reason(finish_reason: str | None) -> StopReason:
+    if finish_reason == "length":
+        return "length"
+    return "content_filter" if finish_reason == "content_filter" else "stop"
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    call_id: str | None = None
+    name: str | None = None
+    arguments: list[str] = field(default_factory=list)
+
+
+class _ChatStream:
+    """The state of one streamed chat completion, fed one ``data:`` payload at a time."""
+
+    def __init__(self, out: OutputWriter) -> None:
+        self._out = out
+        self._message: MessageWriter | None = None
+        self._reasoning: ReasoningWriter | None = None
+        self._calls: dict[int, _PendingCall] = {}
+        self._last_index: int | None = None
+        self._finish_reason: str | None = None
+        self._flushed = False
+        self._usage: dict[str, Any] | None = None
+
+    def feed(self, data: str) -> bool:
+        """Handle one event's data; return True at ``[DONE]`` (nothing more to read)."""
+        if not data.strip():
+            return False
+        if data.strip() == "[DONE]":
+            self.flush()
+            return True
+        try:
+            chunk = json.loads(data)
+        except ValueError as exc:
+            raise UpstreamProtocolError(
+                f"The upstream model sent invalid JSON in its stream: {data[:200]!r}"
+            ) from exc
+        if not isinstance(chunk, dict):
+            raise UpstreamProtocolError("The upstream model sent a stream chunk that is no object.")
+        if chunk.get("error") is not None:
+            raise _stream_error(chunk["error"], data)
+        if isinstance(chunk.get("usage"), dict):
+            self._usage = _usage(chunk["usage"])
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or (choice.get("index") or 0) != 0 or self._flushed:
+                continue
+            self._delta(choice.get("delta") or {})
+            if choice.get("finish_reason"):
+                self._finish_reason = str(choice["finish_reason"])
+                self.flush()
+        return False
+
+    def _delta(self, delta: dict[str, Any]) -> None:
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(delta.get(key), str) and delta[key]:
+                self._close_message()
+                if self._reasoning is None:
+                    self._reasoning = self._out.reasoning()
+                self._reasoning.text(delta[key])
+                break
+        if isinstance(delta.get("content"), str) and delta["content"]:
+            self._close_reasoning()
+            if self._message is None:
+                self._message = self._out.message()
+            self._message.text(delta["content"])
+        for tool_call in delta.get("tool_calls") or []:
+            if isinstance(tool_call, dict):
+                self._tool_call(tool_call)
+
+    def _index(self, delta: dict[str, Any]) -> int:
+        index = delta.get("index")
+        if isinstance(index, int):
+            return index
+        # No index: continue the latest call, unless this delta names a different call id.
+        if self._last_index is None:
+            return 0
+        call_id, last = delta.get("id"), self._calls[self._last_index]
+        if call_id and last.call_id and call_id != last.call_id:
+            return max(self._calls) + 1
+        return self._last_index
+
+    def _tool_call(self, delta: dict[str, Any]) -> None:
+        index = self._last_index = self._index(delta)
+        call_id = delta.get("id")
+        call = self._calls.setdefault(index, _PendingCall())
+        function = delta.get("function") or {}
+        if call.call_id is None and isinstance(call_id, str) and call_id:
+            call.call_id = call_id
+        name = function.get("name")
+        if call.name is None and isinstance(name, str) and name:
+            call.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        if isinstance(arguments, str):
+            call.arguments.append(arguments)
+
+    def _close_message(self) -> None:
+        if self._message is not None:
+            self._message.finish()
+            self._message = None
+
+    def _close_reasoning(self) -> None:
+        if self._reasoning is not None:
+            self._reasoning.finish()
+            self._reasoning = None
+
+    def flush(self) -> None:
+        """End of the model's output: finish text items and emit the tool calls, once."""
+        if self._flushed:
+            return
+        self._flushed = True
+        stopped = _stop_reason(self._finish_reason) == "stop"
+        ready: list[tuple[str, str, str | None]] = []
+        for index in sorted(self._calls):
+            call = self._calls[index]
+            if not call.name:
+                raise UpstreamProtocolError(f"The upstream model sent tool call {index} unnamed.")
+            arguments = "".join(call.arguments)
+            ready.append((call.name, arguments if arguments.strip() else "{}", call.call_id))
+        if ready or stopped:
+            self._close_message()
+            self._close_reasoning()
+        for name, arguments, call_id in ready:
+            if stopped:
+                self._out.complete_function_call(name=name, arguments=arguments, call_id=call_id)
+            else:
+                self._out.function_call(name=name, call_id=call_id).arguments(arguments)
+
+    def result(self) -> TurnResult:
+        return TurnResult(stop=_stop_reason(self._finish_reason), usage=self._usage)
+
+
+class ChatCompletionsAdapter:
+    """Calls an OpenAI-compatible ``/chat/completions`` endpoint (``base_url`` ends in ``/v1``)."""
+
+    wire = "chat"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self._client = client
+        self._url = base_url.rstrip("/") + "/chat/completions"
+        self._headers = {"Accept": "text/event-stream", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        """Stream one chat completion into ``out``; see the module docstring for the rules.
+
+        Raises:
+            InvalidRequestError: the input cannot be represented in chat messages.
+            UpstreamStatusError: the upstream answered with an HTTP error (before any output), or
+                reported one with an HTTP status mid-stream.
+            UpstreamTransportError: the upstream could not be reached or dropped the stream.
+            UpstreamProtocolError: the upstream's stream could not be parsed.
+        """
+        payload = to_chat_request(call)
+        stream = _ChatStream(out)
+        try:
+            async with self._client.stream(
+                "POST", self._url, json=payload, headers=self._headers
+            ) as response:
+                if not 200 <= response.status_code < 300:
+                    await response.aread()
+                    raise _status_error(response.status_code, response.text)
+                if response.headers.get("content-type", "").startswith("application/json"):
+                    await response.aread()
+                    raise UpstreamProtocolError(
+                        "The upstream model answered with JSON instead of an event stream: "
+                        + response.text[:200]
+                    )
+                out.upstream_responding()
+                # aiter_sse is an async generator: close it even when we stop early.
+                sse = aiter_sse(response)
+                async with aclosing(sse) as events:
+                    async for event in events:
+                        if stream.feed(event.data):
+                            break
+        except httpx.TransportError as exc:
+            raise UpstreamTransportError(
+                f"The upstream model could not be reached: {type(exc).__name__}"
+            ) from exc
+        except httpx.DecodingError as exc:
+            raise UpstreamProtocolError("The upstream model's stream was undecodable.") from exc
+        stream.flush()
+        return stream.result()

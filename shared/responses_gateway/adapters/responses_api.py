@@ -1,0 +1,425 @@
+"""The Responses passthrough adapter: an upstream that itself speaks the OpenAI Responses API.
+
+Owns two translations. :func:`to_responses_request` turns a :class:`ModelCall` into a stateless
+``POST /responses`` body (``store: false``, ``stream: true``, the transcript replayed as input
+items, never ``previous_response_id``/``conversation``: the gateway owns state).
+:class:`ResponsesAdapter` sends it and parses the upstream's SSE stream, event by event, into
+:class:`~responses_gateway.loop.output.OutputWriter` calls. Upstream events are parsed, never
+forwarded: output indexes, message and function-call item ids and lifecycle events are the
+writer's, so the stream the client sees is well formed whatever the upstream sends.
+
+It must not touch ``state.output`` or the sink directly, and decides nothing about what the loop
+does next. Item types it cannot represent (``web_search_call``, ``image_generation_call``, ...)
+are skipped with all their events; refusal text is reported as ordinary message text, because a
+message here has a single ``output_text`` part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from responses_gateway.adapters.base import ModelCall
+from responses_gateway.adapters.sse import ServerSentEvent, aiter_sse
+from responses_gateway.errors import (
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTransportError,
+)
+from responses_gateway.loop.output import (
+    FunctionCallWriter,
+    MessageWriter,
+    OutputWriter,
+    ReasoningWriter,
+)
+from responses_gateway.loop.render import normalize_usage
+from responses_gateway.loop.state import StopReason, TurnResult
+
+__all__ = ["PASSED_PARAMS", "ResponsesAdapter", "to_responses_request"]
+
+PASSED_PARAMS = (
+    "temperature",
+    "top_p",
+    "max_output_tokens",
+    "parallel_tool_calls",
+    "reasoning",
+    "text",
+    "top_logprobs",
+    "user",
+    "service_tier",
+    "prompt_cache_key",
+    "safety_identifier",
+)
+"""``ModelCall.params`` keys sent upstream, under the same (Responses) names."""
+
+_ID_LESS_TYPES = frozenset({"message", "function_call", "function_call_output"})
+"""Input types whose ``id`` is ours (or a stored upstream id): a stateless upstream cannot
+resolve it, so it is dropped. They are self-contained without it."""
+
+_SERVER_SIDE_CODES = frozenset({"server_error", "vector_store_timeout"})
+
+
+def _input_item(item: dict[str, Any]) -> dict[str, Any] | None:
+    """One transcript item as a stateless upstream accepts it; None to leave it out.
+
+    Reasoning is replayable only with its ``encrypted_content``: under ``store: false`` the
+    upstream keeps nothing, so an item carrying only an id (or only a summary, or reasoning text
+    from another model) cannot be resolved and would be rejected. Such items are dropped.
+    """
+    kind = item.get("type") or ("message" if "role" in item else None)
+    if kind == "reasoning":
+        if not item.get("encrypted_content"):
+            return None
+        replay: dict[str, Any] = {"type": "reasoning"}
+        if item.get("id"):
+            replay["id"] = item["id"]
+        replay["summary"] = [
+            {"type": "summary_text", "text": str(part.get("text") or "")}
+            for part in item.get("summary") or []
+        ]
+        replay["encrypted_content"] = item["encrypted_content"]
+        return replay
+    sent = {key: value for key, value in item.items() if key != "status"}
+    if kind in _ID_LESS_TYPES:
+        sent.pop("id", None)
+        sent["type"] = kind
+    return sent
+
+
+def to_responses_request(call: ModelCall) -> dict[str, Any]:
+    """The upstream ``POST /responses`` body for ``call``: stateless and streamed."""
+    items = (_input_item(item) for item in call.input)
+    payload: dict[str, Any] = {
+        "model": call.model,
+        "input": [item for item in items if item is not None],
+    }
+    if call.instructions is not None:
+        payload["instructions"] = call.instructions
+    if call.tools:
+        payload["tools"] = list(call.tools)
+    if call.tool_choice is not None:
+        payload["tool_choice"] = call.tool_choice
+    for key in PASSED_PARAMS:
+        if call.params.get(key) is not None:
+            payload[key] = call.params[key]
+    if "reasoning" in payload:
+        payload["include"] = ["reasoning.encrypted_content"]
+    payload["stream"] = True
+    payload["store"] = False
+    return payload
+
+
+def _str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _status_error(status: int, raw: str) -> UpstreamStatusError:
+    """An HTTP error answer as an error, with the upstream's OpenAI error fields if it has any."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    error = body.get("error") if isinstance(body, dict) else None
+    if isinstance(error, str):
+        error = {"message": error}
+    elif not isinstance(error, dict) and isinstance(body, dict):
+        detail = body.get("message") or body.get("detail")
+        error = {"message": detail} if isinstance(detail, str) else None
+    error = error or {}
+    return UpstreamStatusError(
+        status,
+        _str(error.get("message")) or f"The upstream model returned HTTP {status}.",
+        code=_str(error.get("code")),
+        param=_str(error.get("param")),
+        error_type=_str(error.get("type")),
+        body=raw,
+    )
+
+
+def _stream_error(error: dict[str, Any], raw: str) -> UpstreamStatusError:
+    """An in-stream failure (``response.failed`` or ``error``), given a status from its code."""
+    code = _str(error.get("code"))
+    if code == "rate_limit_exceeded":
+        status = 429
+    elif code is None or code in _SERVER_SIDE_CODES:
+        status = 500
+    else:
+        status = 400  # the remaining documented codes all blame the input (prompt, images, ...)
+    return UpstreamStatusError(
+        status,
+        _str(error.get("message")) or "The upstream model failed.",
+        code=code,
+        param=_str(error.get("param")),
+        error_type=_str(error.get("type")),
+        body=raw,
+    )
+
+
+def _remainder(streamed: str, final: Any) -> str:
+    """What ``final`` adds to what was streamed; nothing when they disagree (deltas win)."""
+    if isinstance(final, str) and final.startswith(streamed):
+        return final[len(streamed) :]
+    return ""
+
+
+def _message_text(item: dict[str, Any]) -> str:
+    parts = item.get("content") or []
+    return "".join(str(p.get("text") or p.get("refusal") or "") for p in parts)
+
+
+@dataclass(slots=True)
+class _Slot:
+    """One upstream output item we represent, and which reasoning part it wrote last."""
+
+    writer: MessageWriter | ReasoningWriter | FunctionCallWriter
+    last_part: str | None = None
+    """``summary`` or ``text``: the reasoning part currently open in the writer."""
+    last_summary: int = -1
+
+
+class _StreamReader:
+    """Parses one upstream event stream into writer calls."""
+
+    def __init__(self, out: OutputWriter) -> None:
+        self._out = out
+        self._slots: dict[int, _Slot] = {}
+        self._skipped: set[int] = set()
+        self._handlers: dict[str, Callable[[dict[str, Any], str], TurnResult | None]] = {
+            "response.output_item.added": self._on_added,
+            "response.output_item.done": self._on_done,
+            "response.output_text.delta": self._on_text,
+            "response.refusal.delta": self._on_text,
+            "response.reasoning_summary_text.delta": self._on_summary,
+            "response.reasoning_text.delta": self._on_reasoning_text,
+            "response.function_call_arguments.delta": self._on_arguments,
+            "response.completed": self._on_completed,
+            "response.incomplete": self._on_incomplete,
+            "response.failed": self._on_failed,
+            "error": self._on_error,
+        }
+
+    async def read(self, events: AsyncIterator[ServerSentEvent]) -> TurnResult:
+        async for event in events:
+            if event.data.strip() in ("", "[DONE]"):
+                continue
+            try:
+                data = json.loads(event.data)
+            except ValueError as exc:
+                raise UpstreamProtocolError(
+                    f"upstream sent an event that is not JSON: {event.data[:200]!r}"
+                ) from exc
+            if not isinstance(data, dict):
+                raise UpstreamProtocolError("upstream sent an event that is not a JSON object")
+            kind = str(data.get("type") or event.event)
+            handler = self._handlers.get(kind)
+            try:
+                result = handler(data, event.data) if handler else None
+            except (AttributeError, TypeError, KeyError) as exc:  # a field of the wrong shape
+                raise UpstreamProtocolError(f"upstream sent a malformed {kind} event") from exc
+            if result is not None:
+                return result
+        raise UpstreamProtocolError("upstream stream ended without a terminal event")
+
+    # -- items -------------------------------------------------------------------------------
+
+    def _open(self, index: int, item: dict[str, Any]) -> _Slot | None:
+        kind = item.get("type")
+        writer: MessageWriter | ReasoningWriter | FunctionCallWriter
+        if kind == "message":
+            writer = self._out.message()
+        elif kind == "reasoning":
+            writer = self._out.reasoning(item_id=_str(item.get("id")))
+            if item.get("encrypted_content"):
+                writer.set_encrypted_content(str(item["encrypted_content"]))
+        elif kind == "function_call":
+            name, call_id = str(item.get("name") or ""), _str(item.get("call_id"))
+            writer = self._out.function_call(name=name, call_id=call_id)
+        else:
+            self._skipped.add(index)
+            return None
+        slot = self._slots[index] = _Slot(writer)
+        return slot
+
+    def _live(self, data: dict[str, Any], kind: str) -> _Slot | None:
+        """The open slot an event addresses; a message/reasoning item is opened if unannounced."""
+        index = data.get("output_index")
+        if not isinstance(index, int) or index in self._skipped:
+            return None
+        slot = self._slots.get(index)
+        if slot is None and kind != "function_call":
+            slot = self._open(index, {"type": kind, "id": data.get("item_id")})
+        return None if slot is None or slot.writer.closed else slot
+
+    def _finish(self, slot: _Slot, final: dict[str, Any]) -> None:
+        """Close an item, first streaming whatever its final form has beyond the deltas."""
+        writer = slot.writer
+        if writer.closed:
+            return
+        if isinstance(writer, MessageWriter):
+            writer.text(_remainder(writer.item["content"][0]["text"], _message_text(final)))
+        elif isinstance(writer, FunctionCallWriter):
+            writer.arguments(_remainder(writer.item["arguments"], final.get("arguments")))
+        else:
+            self._finish_reasoning(slot, writer, final)
+        writer.finish("incomplete" if final.get("status") == "incomplete" else "completed")
+
+    def _finish_reasoning(
+        self, slot: _Slot, writer: ReasoningWriter, final: dict[str, Any]
+    ) -> None:
+        # A closed part cannot reopen, so only the open part and parts never started get the
+        # missing remainder: summaries after the last streamed one, the text if never opened.
+        summaries = [str(s.get("text") or "") for s in final.get("summary") or []]
+        content = final.get("content") or []
+        text = "".join(
+            str(c.get("text") or "")
+            for c in content
+            if c.get("type", "reasoning_text") == "reasoning_text"
+        )
+        opened = writer.item.get("content") or [{"text": ""}]
+        if slot.last_part == "text":
+            self._reasoning_text(slot, writer, _remainder(opened[0]["text"], text))
+        first = max(slot.last_summary, 0) if slot.last_part != "text" else slot.last_summary + 1
+        for index in range(first, len(summaries)):
+            done = writer.item["summary"]
+            streamed = done[index]["text"] if index < len(done) else ""
+            self._summary(slot, writer, _remainder(streamed, summaries[index]), index)
+        if "content" not in writer.item:
+            self._reasoning_text(slot, writer, text)
+        if final.get("encrypted_content"):
+            writer.set_encrypted_content(str(final["encrypted_content"]))
+
+    def _summary(self, slot: _Slot, writer: ReasoningWriter, delta: str, index: int) -> None:
+        if delta:
+            writer.summary(delta, index)
+            slot.last_part, slot.last_summary = "summary", index
+
+    def _reasoning_text(self, slot: _Slot, writer: ReasoningWriter, delta: str) -> None:
+        if delta:
+            writer.text(delta)
+            slot.last_part = "text"
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _on_added(self, data: dict[str, Any], raw: str) -> None:
+        index, item = data.get("output_index"), data.get("item")
+        if not isinstance(index, int) or not isinstance(item, dict):
+            return
+        if index not in self._slots and index not in self._skipped:
+            self._open(index, item)
+
+    def _on_done(self, data: dict[str, Any], raw: str) -> None:
+        index, item = data.get("output_index"), data.get("item")
+        if not isinstance(index, int) or not isinstance(item, dict) or index in self._skipped:
+            return
+        slot = self._slots.get(index) or self._open(index, item)
+        if slot is not None:
+            self._finish(slot, item)
+
+    def _on_text(self, data: dict[str, Any], raw: str) -> None:
+        slot = self._live(data, "message")
+        if slot is not None and isinstance(slot.writer, MessageWriter):
+            slot.writer.text(str(data.get("delta") or ""))
+
+    def _on_summary(self, data: dict[str, Any], raw: str) -> None:
+        slot = self._live(data, "reasoning")
+        index = data.get("summary_index")
+        if slot is not None and isinstance(slot.writer, ReasoningWriter):
+            index = index if isinstance(index, int) else 0
+            self._summary(slot, slot.writer, str(data.get("delta") or ""), index)
+
+    def _on_reasoning_text(self, data: dict[str, Any], raw: str) -> None:
+        slot = self._live(data, "reasoning")
+        if slot is not None and isinstance(slot.writer, ReasoningWriter):
+            self._reasoning_text(slot, slot.writer, str(data.get("delta") or ""))
+
+    def _on_arguments(self, data: dict[str, Any], raw: str) -> None:
+        slot = self._live(data, "function_call")
+        if slot is not None and isinstance(slot.writer, FunctionCallWriter):
+            slot.writer.arguments(str(data.get("delta") or ""))
+
+    def _on_completed(self, data: dict[str, Any], raw: str) -> TurnResult:
+        response = _dict(data.get("response"))
+        output = response.get("output")
+        output = output if isinstance(output, list) else []
+        # Items the upstream never sent ``output_item.done`` for are settled from the final output.
+        for index, slot in sorted(self._slots.items()):
+            final = _dict(output[index]) if index < len(output) else {}
+            if final and final.get("type") == slot.writer.item["type"]:
+                self._finish(slot, final)
+        return TurnResult(stop="stop", usage=normalize_usage(response.get("usage")))
+
+    def _on_incomplete(self, data: dict[str, Any], raw: str) -> TurnResult:
+        response = _dict(data.get("response"))
+        reason = _dict(response.get("incomplete_details")).get("reason")
+        # Any other reason still means "cut short"; ``length`` is the incomplete we can express.
+        stop: StopReason = "content_filter" if reason == "content_filter" else "length"
+        return TurnResult(stop=stop, usage=normalize_usage(response.get("usage")))
+
+    def _on_failed(self, data: dict[str, Any], raw: str) -> None:
+        error = _dict(data.get("response")).get("error")
+        if not isinstance(error, dict):
+            raise UpstreamProtocolError("upstream response failed without an error object")
+        raise _stream_error(error, raw)
+
+    def _on_error(self, data: dict[str, Any], raw: str) -> None:
+        nested = data.get("error")
+        if not isinstance(nested, dict):  # the flat form: its ``type`` is the event's ("error")
+            nested = {key: data.get(key) for key in ("code", "message", "param")}
+        raise _stream_error(nested, raw)
+
+
+class ResponsesAdapter:
+    """Calls an upstream ``POST {base_url}/responses``, statelessly and streamed."""
+
+    wire = "responses"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self._client = client
+        self._url = base_url.rstrip("/") + "/responses"
+        self._headers = {"Accept": "text/event-stream", **(headers or {})}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        """Send ``call`` upstream and report its output through ``out``.
+
+        Raises:
+            UpstreamStatusError: an HTTP error answer (nothing emitted), ``response.failed`` or an
+                ``error`` event.
+            UpstreamTransportError: the upstream could not be reached, timed out or dropped.
+            UpstreamProtocolError: an unparsable event or a stream with no terminal event.
+        """
+        payload = to_responses_request(call)
+        try:
+            async with self._client.stream(
+                "POST", self._url, json=payload, headers=self._headers
+            ) as response:
+                if not response.is_success:
+                    raw = (await response.aread()).decode("utf-8", errors="replace")
+                    raise _status_error(response.status_code, raw)
+                out.upstream_responding()
+                return await _StreamReader(out).read(aiter_sse(response))
+        except httpx.TimeoutException as exc:
+            raise UpstreamTransportError(
+                f"The upstream model timed out: {type(exc).__name__}"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise UpstreamTransportError(
+                f"The upstream model could not be reached: {type(exc).__name__}"
+            ) from exc
+        except httpx.DecodingError as exc:
+            raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
