@@ -1,0 +1,340 @@
+"""Loop events to Responses API Server-Sent Events.
+
+Owns the translation of :mod:`responses_gateway.loop.events` into the wire events of the Responses
+streaming contract (``response.created`` ... ``response.completed``): event names, field names,
+``sequence_number`` numbering, ``obfuscation`` padding and SSE framing. Its only state is what the
+translation needs (the next sequence number, each open item's type, whether the terminal event was
+sent). It makes no control decisions, never reorders, invents or drops loop events, and does not
+touch the transport beyond calling ``write`` once per frame.
+
+A cancelled response has no wire event of its own (neither the SDK's ``ResponseStreamEvent`` union
+nor the OpenAPI spec has a ``response.cancelled``), so it ends with ``response.failed`` whose
+``response.status`` is ``cancelled``: every client stops there, and the status tells why.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Callable
+from typing import Any
+
+from responses_gateway.loop.events import (
+    ArgumentsDelta,
+    ArgumentsFinished,
+    ItemFinished,
+    ItemStarted,
+    LoopEvent,
+    PartFinished,
+    PartStarted,
+    ResponseFinished,
+    ResponseStarted,
+    TextDelta,
+)
+
+__all__ = ["SSESink", "encode_frame"]
+
+_TERMINAL_EVENTS: dict[str, str] = {
+    "completed": "response.completed",
+    "incomplete": "response.incomplete",
+    "failed": "response.failed",
+    "cancelled": "response.failed",
+}
+"""The terminal wire event for each final ``Response.status``."""
+
+_encode_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+_DELTA_EVENTS: dict[str, str] = {
+    "output_text": "response.output_text.delta",
+    "refusal": "response.refusal.delta",
+    "reasoning_text": "response.reasoning_text.delta",
+}
+
+_DONE_EVENTS: dict[str, str] = {
+    "output_text": "response.output_text.done",
+    "refusal": "response.refusal.done",
+    "reasoning_text": "response.reasoning_text.done",
+}
+
+_PAD_BLOCK = 16
+_rng = random.Random()
+
+
+def encode_frame(event_type: str, data: dict[str, Any]) -> bytes:
+    """One SSE frame: ``event: <type>\\ndata: <compact json>\\n\\n`` in UTF-8."""
+    return f"event: {event_type}\ndata: {_encode_json(data)}\n\n".encode()
+
+
+def _padding(delta: str) -> str:
+    """Random hex characters that round the delta up to a block and add up to a block of noise.
+
+    The padded length depends on the delta's length only through its block, plus random noise,
+    so the frame size no longer tells an observer how many characters the delta carried.
+    """
+    size = _PAD_BLOCK - len(delta) % _PAD_BLOCK + _rng.randrange(_PAD_BLOCK)
+    return f"{_rng.getrandbits(4 * size):0{size}x}"
+
+
+class SSESink:
+    """A :class:`~responses_gateway.loop.events.Sink` writing Responses SSE frames.
+
+    Args:
+        write: Called once per frame with its bytes. An ``OSError`` from it (the client went away)
+            closes the sink instead of propagating.
+        include_obfuscation: Add an ``obfuscation`` field of random padding to every delta event.
+        first_sequence_number: The ``sequence_number`` of the first frame. A sink continuing a
+            stream that another sink started (a background worker after ``response.queued``)
+            passes the next number; such a sink (any value above 0) treats ``response.created``
+            as already sent and translates :class:`ResponseStarted` into its status event only.
+    """
+
+    __slots__ = ("_closed", "_created", "_item_types", "_obfuscate", "_seq", "_write")
+
+    def __init__(
+        self,
+        write: Callable[[bytes], None],
+        *,
+        include_obfuscation: bool = False,
+        first_sequence_number: int = 0,
+    ) -> None:
+        self._write = write
+        self._obfuscate = include_obfuscation
+        self._seq = first_sequence_number
+        self._created = first_sequence_number > 0
+        self._closed = False
+        self._item_types: dict[int, str] = {}
+
+    @property
+    def sequence_number(self) -> int:
+        """The ``sequence_number`` the next frame will carry (frames written so far, from 0)."""
+        return self._seq
+
+    @property
+    def closed(self) -> bool:
+        """Whether the sink writes nothing more (client gone, or the terminal event was sent)."""
+        return self._closed
+
+    def close(self) -> None:
+        """The client went away: every later :meth:`emit` is a no-op."""
+        self._closed = True
+
+    def emit(self, event: LoopEvent) -> None:
+        """Translate one loop event into zero or more frames."""
+        if self._closed:
+            return
+        if isinstance(event, TextDelta):
+            self._text_delta(event)
+        elif isinstance(event, ArgumentsDelta):
+            self._arguments_delta(event)
+        elif isinstance(event, PartStarted):
+            self._part_started(event)
+        elif isinstance(event, PartFinished):
+            self._part_finished(event)
+        elif isinstance(event, ItemStarted):
+            self._item_started(event)
+        elif isinstance(event, ItemFinished):
+            self._item_finished(event)
+        elif isinstance(event, ArgumentsFinished):
+            self._arguments_finished(event)
+        elif isinstance(event, ResponseStarted):
+            self._response_started(event)
+        elif isinstance(event, ResponseFinished):
+            self._response_finished(event)
+        # UpstreamResponding has no wire event.
+
+    def _send(self, event_type: str, data: dict[str, Any]) -> None:
+        if self._closed:
+            return
+        data["sequence_number"] = self._seq
+        try:
+            self._write(encode_frame(event_type, data))
+        except OSError:
+            self._closed = True
+            return
+        self._seq += 1
+
+    def _response_started(self, event: ResponseStarted) -> None:
+        response = event.response
+        if not self._created:
+            self._created = True
+            self._send("response.created", {"type": "response.created", "response": response})
+        queued = response.get("status") == "queued"
+        status_event = "response.queued" if queued else "response.in_progress"
+        self._send(status_event, {"type": status_event, "response": response})
+
+    def _item_started(self, event: ItemStarted) -> None:
+        item = event.item
+        item_type = item["type"]
+        index = event.output_index
+        self._item_types[index] = item_type
+        self._send(
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": index, "item": item},
+        )
+        if item_type == "mcp_call" or item_type == "mcp_list_tools":
+            name = f"response.{item_type}.in_progress"
+            self._send(name, {"type": name, "item_id": item["id"], "output_index": index})
+
+    def _part_started(self, event: PartStarted) -> None:
+        part = event.part
+        if part["type"] == "summary_text":
+            self._send(
+                "response.reasoning_summary_part.added",
+                {
+                    "type": "response.reasoning_summary_part.added",
+                    "item_id": event.item_id,
+                    "output_index": event.output_index,
+                    "summary_index": event.content_index,
+                    "part": {"type": "summary_text", "text": part.get("text", "")},
+                },
+            )
+            return
+        self._send(
+            "response.content_part.added",
+            {
+                "type": "response.content_part.added",
+                "item_id": event.item_id,
+                "output_index": event.output_index,
+                "content_index": event.content_index,
+                "part": part,
+            },
+        )
+
+    def _text_delta(self, event: TextDelta) -> None:
+        part_type = event.part_type
+        data: dict[str, Any]
+        if part_type == "summary_text":
+            event_type = "response.reasoning_summary_text.delta"
+            data = {
+                "type": event_type,
+                "item_id": event.item_id,
+                "output_index": event.output_index,
+                "summary_index": event.content_index,
+                "delta": event.delta,
+            }
+        else:
+            event_type = _DELTA_EVENTS[part_type]
+            data = {
+                "type": event_type,
+                "item_id": event.item_id,
+                "output_index": event.output_index,
+                "content_index": event.content_index,
+                "delta": event.delta,
+            }
+            if part_type == "output_text":
+                data["logprobs"] = []
+        if self._obfuscate:
+            data["obfuscation"] = _padding(event.delta)
+        self._send(event_type, data)
+
+    def _part_finished(self, event: PartFinished) -> None:
+        part = event.part
+        part_type = part["type"]
+        item_id = event.item_id
+        index = event.output_index
+        if part_type == "summary_text":
+            text = part["text"]
+            self._send(
+                "response.reasoning_summary_text.done",
+                {
+                    "type": "response.reasoning_summary_text.done",
+                    "item_id": item_id,
+                    "output_index": index,
+                    "summary_index": event.content_index,
+                    "text": text,
+                },
+            )
+            self._send(
+                "response.reasoning_summary_part.done",
+                {
+                    "type": "response.reasoning_summary_part.done",
+                    "item_id": item_id,
+                    "output_index": index,
+                    "summary_index": event.content_index,
+                    "part": {"type": "summary_text", "text": text},
+                },
+            )
+            return
+        event_type = _DONE_EVENTS[part_type]
+        done: dict[str, Any] = {
+            "type": event_type,
+            "item_id": item_id,
+            "output_index": index,
+            "content_index": event.content_index,
+        }
+        if part_type == "refusal":
+            done["refusal"] = part["refusal"]
+        else:
+            done["text"] = part["text"]
+            if part_type == "output_text":
+                done["logprobs"] = []
+        self._send(event_type, done)
+        self._send(
+            "response.content_part.done",
+            {
+                "type": "response.content_part.done",
+                "item_id": item_id,
+                "output_index": index,
+                "content_index": event.content_index,
+                "part": part,
+            },
+        )
+
+    def _arguments_delta(self, event: ArgumentsDelta) -> None:
+        if self._item_types.get(event.output_index) == "mcp_call":
+            event_type = "response.mcp_call_arguments.delta"
+        else:
+            event_type = "response.function_call_arguments.delta"
+        data: dict[str, Any] = {
+            "type": event_type,
+            "item_id": event.item_id,
+            "output_index": event.output_index,
+            "delta": event.delta,
+        }
+        if self._obfuscate:
+            data["obfuscation"] = _padding(event.delta)
+        self._send(event_type, data)
+
+    def _arguments_finished(self, event: ArgumentsFinished) -> None:
+        item = event.item
+        if item["type"] == "mcp_call":
+            self._send(
+                "response.mcp_call_arguments.done",
+                {
+                    "type": "response.mcp_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": event.output_index,
+                    "arguments": item["arguments"],
+                },
+            )
+            return
+        self._send(
+            "response.function_call_arguments.done",
+            {
+                "type": "response.function_call_arguments.done",
+                "item_id": item["id"],
+                "output_index": event.output_index,
+                "name": item["name"],
+                "arguments": item["arguments"],
+            },
+        )
+
+    def _item_finished(self, event: ItemFinished) -> None:
+        item = event.item
+        index = event.output_index
+        item_type = item["type"]
+        self._item_types.pop(index, None)
+        if item_type == "mcp_call" or item_type == "mcp_list_tools":
+            outcome = "failed" if item.get("error") else "completed"
+            name = f"response.{item_type}.{outcome}"
+            self._send(name, {"type": name, "item_id": item["id"], "output_index": index})
+        self._send(
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": index, "item": item},
+        )
+
+    def _response_finished(self, event: ResponseFinished) -> None:
+        response = event.response
+        event_type = _TERMINAL_EVENTS.get(str(response.get("status")), "response.failed")
+        self._send(event_type, {"type": event_type, "response": response})
+        self._closed = True
