@@ -1,0 +1,788 @@
+"""The ``POST /v1/responses`` request: validation, OpenAI-style errors, and the echoed fields.
+
+Owns :class:`CreateResponseRequest` (every field of the SDK's ``ResponseCreateParams``; unknown
+keys are accepted and ignored, since clients send extras through ``extra_body``),
+:func:`parse_create_request` (body -> model, or an :class:`InvalidRequestError` worded like
+OpenAI's), :func:`to_invalid_request` (the same error mapping, for other endpoints' models),
+:func:`echo_fields` (the dict the loop keeps as ``state.request`` and every Response object echoes)
+and :func:`request_input` (the ``input`` as plain dicts for
+:func:`responses_gateway.loop.prepared.prepare_input`).
+
+It must not look anything up (previous responses, conversations, stored items) or talk to an
+upstream: it checks only what the body alone can tell.
+
+Validation choices (OpenAI's where the spec or the API says, ours where marked [choice]):
+
+* Scalars are strict: ``"1"`` is not a number, ``1.0`` is not an integer, ``true`` is not an
+  integer, NaN/Infinity are rejected. ``temperature`` 0..2, ``top_p`` 0..1, ``top_logprobs``
+  0..20, ``max_output_tokens`` >= 16 (the spec's minimum). [choice] ``max_tool_calls`` >= 1 (the
+  spec sets no minimum; 0 would cap every gateway tool call before the first model call).
+* ``metadata``: at most 16 pairs, keys <= 64 characters (errors on ``metadata``), string values
+  <= 512 characters (errors on ``metadata.<key>``).
+* ``conversation`` with ``previous_response_id``: 400 on ``conversation``, code
+  ``mutually_exclusive_parameters`` [choice of param and code], OpenAI's message.
+* ``tools``: ``function`` tools need a non-empty ``name``; ``mcp`` tools need ``server_label`` and
+  one of ``server_url`` (an ``http(s)`` URL with a host), ``connector_id`` or ``tunnel_id``; every
+  other tool type is accepted as an opaque object with a string ``type``.
+* ``input`` items: see :mod:`responses_gateway.protocol.items`.
+* [choice] ``include`` values and ``reasoning.effort`` are any strings (their sets grow with new
+  models; the upstream judges them); ``service_tier``, ``truncation``, ``reasoning.summary``,
+  ``text.format.type`` and ``text.verbosity`` are checked against the SDK's values.
+
+Error mapping (pydantic error -> OpenAI ``message`` / ``code``; ``param`` is the JSON path of the
+first error, e.g. ``input[0].content``, ``tools[1].name``, ``metadata``):
+
+=============================  ===============================================================
+missing                        ``Missing required parameter: '<p>'.`` / missing_required_parameter
+wrong JSON type                ``Invalid type for '<p>': expected a decimal, but got a string
+                               instead.`` / invalid_type
+value not in an enum           ``Invalid value: 'x'. Supported values are: 'a', 'b', and 'c'.``
+                               / invalid_value
+number out of range            ``Invalid '<p>': decimal above maximum value. Expected a value <=
+                               2, but got 3 instead.`` / decimal_above_max_value (also
+                               ``decimal_below_min_value``, ``integer_above_max_value``,
+                               ``integer_below_min_value``)
+empty / too long string        ``empty_string`` / ``string_above_max_length``
+too many metadata pairs        ``object_above_max_properties``
+body not a JSON object         ``Invalid type for 'body': expected an object, ...`` / invalid_type,
+                               param null
+body not valid JSON            OpenAI's "We could not parse the JSON body ..." / invalid_json
+anything else                  ``Invalid '<p>': <pydantic's message>.`` / invalid_value
+=============================  ===============================================================
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import ErrorDetails, PydanticCustomError
+
+from responses_gateway.errors import InvalidRequestError
+from responses_gateway.protocol.items import InputItem, object_union, tagged_union_by_type
+
+__all__ = [
+    "AllowedToolsChoice",
+    "ContextManagement",
+    "ConversationRef",
+    "CreateResponseRequest",
+    "FunctionTool",
+    "FunctionToolChoice",
+    "McpApprovalFilter",
+    "McpTool",
+    "McpToolChoice",
+    "McpToolFilter",
+    "OpaqueTool",
+    "OpaqueToolChoice",
+    "PromptRef",
+    "ReasoningParam",
+    "StreamOptions",
+    "TextFormatJsonObject",
+    "TextFormatJsonSchema",
+    "TextFormatText",
+    "TextParam",
+    "Tool",
+    "ToolChoice",
+    "echo_fields",
+    "parse_create_request",
+    "public_server_url",
+    "request_input",
+    "to_invalid_request",
+]
+
+METADATA_MAX_PAIRS = 16
+METADATA_MAX_KEY_CHARS = 64
+METADATA_MAX_VALUE_CHARS = 512
+
+
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+# --------------------------------------------------------------------------- range checks
+
+
+def _bounded(kind: Literal["decimal", "integer"], low: float | None, high: float | None) -> Any:
+    """An after-validator enforcing ``low <= value <= high`` with OpenAI's wording."""
+
+    def check(value: float) -> float:
+        shown = int(value) if isinstance(value, float) and value.is_integer() else value
+        if low is not None and value < low:
+            raise PydanticCustomError(
+                f"{kind}_below_min_value",
+                "Invalid '{param}': " + f"{kind} below minimum value. Expected a value >= "
+                f"{low}, but got {shown!r} instead.",
+            )
+        if high is not None and value > high:
+            raise PydanticCustomError(
+                f"{kind}_above_max_value",
+                "Invalid '{param}': " + f"{kind} above maximum value. Expected a value <= "
+                f"{high}, but got {shown!r} instead.",
+            )
+        return value
+
+    return AfterValidator(check)
+
+
+def _non_empty(value: str) -> str:
+    if not value:
+        raise PydanticCustomError(
+            "empty_string",
+            "Invalid '{param}': empty string. Expected a string with minimum length 1, but got "
+            "an empty string instead.",
+        )
+    return value
+
+
+Temperature = Annotated[float, _bounded("decimal", 0, 2)]
+TopP = Annotated[float, _bounded("decimal", 0, 1)]
+TopLogprobs = Annotated[int, _bounded("integer", 0, 20)]
+MaxOutputTokens = Annotated[int, _bounded("integer", 16, None)]
+MaxToolCalls = Annotated[int, _bounded("integer", 1, None)]
+NonEmptyStr = Annotated[str, AfterValidator(_non_empty)]
+
+
+# --------------------------------------------------------------------------- tools
+
+
+class FunctionTool(_Lenient):
+    """``{"type":"function","name","description","parameters","strict"}``."""
+
+    type: Literal["function"]
+    name: NonEmptyStr
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class McpToolFilter(_Lenient):
+    """``{"tool_names":[...],"read_only":bool}``, used by ``allowed_tools`` and approvals."""
+
+    tool_names: list[str] | None = None
+    read_only: bool | None = None
+
+
+class McpApprovalFilter(_Lenient):
+    """``require_approval`` as ``{"always":{tool_names},"never":{tool_names}}``."""
+
+    always: McpToolFilter | None = None
+    never: McpToolFilter | None = None
+
+
+def _list_or_object(value: Any) -> str | None:
+    if isinstance(value, list | tuple):
+        return "#list"
+    if isinstance(value, Mapping | BaseModel):
+        return "#object"
+    return None
+
+
+def _string_or_object(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "#string"
+    if isinstance(value, Mapping | BaseModel):
+        return "#object"
+    return None
+
+
+McpAllowedTools = Annotated[
+    Annotated[list[str], Tag("#list")] | Annotated[McpToolFilter, Tag("#object")],
+    object_union(_list_or_object, "one of an array of strings or an object"),
+]
+McpRequireApproval = Annotated[
+    Annotated[Literal["always", "never"], Tag("#string")]
+    | Annotated[McpApprovalFilter, Tag("#object")],
+    object_union(_string_or_object, "one of a string or an object"),
+]
+
+
+def _custom(code: str, message: str, field: str | None = None) -> PydanticCustomError:
+    """An error whose message is final except for ``{param}``; ``field`` extends the path."""
+    return PydanticCustomError(code, message, {"field": field} if field else None)
+
+
+def _check_server_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+class McpTool(_Lenient):
+    """A remote MCP server the gateway may call on the model's behalf.
+
+    ``headers`` and ``authorization`` are secrets: they are used for the calls and never echoed.
+    When ``require_approval`` is omitted, approval is required (OpenAI's default).
+    """
+
+    type: Literal["mcp"]
+    server_label: NonEmptyStr
+    server_url: str | None = None
+    connector_id: str | None = None
+    tunnel_id: str | None = None
+    headers: dict[str, str] | None = None
+    authorization: str | None = None
+    server_description: str | None = None
+    allowed_tools: McpAllowedTools | None = None
+    require_approval: McpRequireApproval | None = None
+
+    @model_validator(mode="after")
+    def _needs_a_server(self) -> McpTool:
+        if self.server_url is not None:
+            if not _check_server_url(self.server_url):
+                raise _custom(
+                    "invalid_value",
+                    "Invalid '{param}': expected an http or https URL with a host.",
+                    "server_url",
+                )
+        elif self.connector_id is None and self.tunnel_id is None:
+            raise _custom(
+                "missing_required_parameter",
+                "Missing required parameter: '{param}'. One of 'server_url', 'connector_id' or "
+                "'tunnel_id' must be provided.",
+                "server_url",
+            )
+        return self
+
+
+class OpaqueTool(_Lenient):
+    """A tool type the gateway does not run itself (``web_search``, ``custom``, ...): kept as is."""
+
+    type: str
+
+
+Tool = Annotated[
+    Annotated[FunctionTool, Tag("#function")]
+    | Annotated[McpTool, Tag("#mcp")]
+    | Annotated[OpaqueTool, Tag("#other")],
+    object_union(tagged_union_by_type({"function": "#function", "mcp": "#mcp"}, fallback="#other")),
+]
+"""One element of ``tools``."""
+
+
+# --------------------------------------------------------------------------- tool_choice
+
+
+class FunctionToolChoice(_Lenient):
+    """``{"type":"function","name"}``."""
+
+    type: Literal["function"]
+    name: str
+
+
+class McpToolChoice(_Lenient):
+    """``{"type":"mcp","server_label","name"?}``."""
+
+    type: Literal["mcp"]
+    server_label: str
+    name: str | None = None
+
+
+class AllowedToolsChoice(_Lenient):
+    """``{"type":"allowed_tools","mode":"auto"|"required","tools":[...]}``."""
+
+    type: Literal["allowed_tools"]
+    mode: Literal["auto", "required"]
+    tools: list[dict[str, Any]]
+
+
+class OpaqueToolChoice(_Lenient):
+    """A hosted-tool choice (``{"type":"web_search_preview"}``, ``custom``, ...): kept as is."""
+
+    type: str
+
+
+def _tool_choice_tag(value: Any) -> str | None:
+    if isinstance(value, str):
+        return "#mode"
+    return tagged_union_by_type(
+        {"function": "#function", "mcp": "#mcp", "allowed_tools": "#allowed_tools"},
+        fallback="#other",
+    )(value)
+
+
+ToolChoice = Annotated[
+    Annotated[Literal["none", "auto", "required"], Tag("#mode")]
+    | Annotated[FunctionToolChoice, Tag("#function")]
+    | Annotated[McpToolChoice, Tag("#mcp")]
+    | Annotated[AllowedToolsChoice, Tag("#allowed_tools")]
+    | Annotated[OpaqueToolChoice, Tag("#other")],
+    object_union(_tool_choice_tag, "one of a string or an object"),
+]
+"""``tool_choice``: a mode string or an object naming a tool."""
+
+
+# --------------------------------------------------------------------------- other parameters
+
+
+class TextFormatText(_Lenient):
+    """``{"type":"text"}``."""
+
+    type: Literal["text"]
+
+
+class TextFormatJsonObject(_Lenient):
+    """``{"type":"json_object"}``."""
+
+    type: Literal["json_object"]
+
+
+class TextFormatJsonSchema(_Lenient):
+    """``{"type":"json_schema","name","schema","description"?,"strict"?}``."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    type: Literal["json_schema"]
+    name: NonEmptyStr
+    schema_: dict[str, Any] = Field(alias="schema")
+    description: str | None = None
+    strict: bool | None = None
+
+
+class _UnknownTextFormat(_Lenient):
+    type: Literal["text", "json_object", "json_schema"]
+
+
+TextFormat = Annotated[
+    Annotated[TextFormatText, Tag("#text")]
+    | Annotated[TextFormatJsonObject, Tag("#json_object")]
+    | Annotated[TextFormatJsonSchema, Tag("#json_schema")]
+    | Annotated[_UnknownTextFormat, Tag("#unknown")],
+    object_union(
+        tagged_union_by_type(
+            {"text": "#text", "json_object": "#json_object", "json_schema": "#json_schema"},
+            fallback="#unknown",
+        )
+    ),
+]
+
+
+class TextParam(_Lenient):
+    """``text``: ``{"format":{...},"verbosity"?}``."""
+
+    format: TextFormat | None = None
+    verbosity: Literal["low", "medium", "high"] | None = None
+
+
+class ReasoningParam(_Lenient):
+    """``reasoning``: ``{"effort","summary"}`` (plus ``context``, ``mode``... kept as sent)."""
+
+    effort: str | None = None
+    summary: Literal["auto", "concise", "detailed"] | None = None
+    generate_summary: Literal["auto", "concise", "detailed"] | None = None
+
+
+class StreamOptions(_Lenient):
+    """``stream_options``: ``{"include_obfuscation": bool}``."""
+
+    include_obfuscation: bool | None = None
+
+
+class ConversationRef(_Lenient):
+    """``conversation`` as an object: ``{"id"}``."""
+
+    id: str
+
+
+ConversationParam = Annotated[
+    Annotated[str, Tag("#string")] | Annotated[ConversationRef, Tag("#object")],
+    object_union(_string_or_object, "one of a string or an object"),
+]
+
+
+class PromptRef(_Lenient):
+    """``prompt``: a stored prompt template ``{"id","version"?,"variables"?}``."""
+
+    id: str
+    version: str | None = None
+    variables: dict[str, Any] | None = None
+
+
+class ContextManagement(_Lenient):
+    """One ``context_management`` entry: ``{"type":"compaction","compact_threshold"?}``."""
+
+    type: str
+    compact_threshold: int | None = None
+
+
+InputParam = Annotated[
+    Annotated[str, Tag("#text")] | Annotated[list[InputItem], Tag("#list")],
+    Discriminator(
+        lambda value: (
+            "#text" if isinstance(value, str) else "#list" if isinstance(value, list) else None
+        ),
+        custom_error_type="invalid_type",
+        custom_error_message="one of a string or an array of input items",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- the request
+
+
+class CreateResponseRequest(_Lenient):
+    """The body of ``POST /v1/responses``: every field of the SDK's ``ResponseCreateParams``.
+
+    Fields the gateway does not act on (``access_programs``, ``background_options``, ``image``,
+    ``moderation``, ``prompt_cache_options``...) are validated only as JSON objects. Unknown keys
+    are accepted and kept in ``model_extra``.
+    """
+
+    model: NonEmptyStr
+    input: InputParam | None = None
+    instructions: str | None = None
+    previous_response_id: str | None = None
+    conversation: ConversationParam | None = None
+    store: bool | None = None
+    background: bool | None = None
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    max_tool_calls: MaxToolCalls | None = None
+    max_output_tokens: MaxOutputTokens | None = None
+    reasoning: ReasoningParam | None = None
+    text: TextParam | None = None
+    temperature: Temperature | None = None
+    top_p: TopP | None = None
+    top_logprobs: TopLogprobs | None = None
+    truncation: Literal["auto", "disabled"] | None = None
+    include: list[str] | None = None
+    metadata: dict[str, str] | None = None
+    prompt: PromptRef | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    safety_identifier: str | None = None
+    service_tier: (
+        Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"] | None
+    ) = None
+    user: str | None = None
+    context_management: list[ContextManagement] | None = None
+    access_programs: dict[str, Any] | None = None
+    background_options: dict[str, Any] | None = None
+    image: dict[str, Any] | None = None
+    moderation: dict[str, Any] | None = None
+
+    @field_validator("metadata")
+    @classmethod
+    def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
+        if value is None:
+            return value
+        if len(value) > METADATA_MAX_PAIRS:
+            raise _custom(
+                "object_above_max_properties",
+                "Invalid '{param}': too many properties. Expected an object with at most "
+                f"{METADATA_MAX_PAIRS} properties, but got an object with {len(value)} "
+                "properties instead.",
+            )
+        for key, item in value.items():
+            if len(key) > METADATA_MAX_KEY_CHARS:
+                raise _custom(
+                    "string_above_max_length",
+                    "Invalid '{param}': key too long. Expected a key with maximum length "
+                    f"{METADATA_MAX_KEY_CHARS}, but got a key with length {len(key)} instead.",
+                )
+            if len(item) > METADATA_MAX_VALUE_CHARS:
+                raise _custom(
+                    "string_above_max_length",
+                    "Invalid '{param}': string too long. Expected a string with maximum length "
+                    f"{METADATA_MAX_VALUE_CHARS}, but got a string with length {len(item)} "
+                    "instead.",
+                    key,
+                )
+        return value
+
+    @model_validator(mode="after")
+    def _one_history_source(self) -> CreateResponseRequest:
+        if self.conversation is not None and self.previous_response_id is not None:
+            raise _custom(
+                "mutually_exclusive_parameters",
+                "Mutually exclusive parameters: Ensure you are only providing one of: "
+                "'previous_response_id' or 'conversation'.",
+                "conversation",
+            )
+        return self
+
+
+# --------------------------------------------------------------------------- error mapping
+
+_EXPECTED: dict[str, str] = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "a decimal",
+    "bool_type": "a boolean",
+    "dict_type": "an object",
+    "model_type": "an object",
+    "model_attributes_type": "an object",
+    "list_type": "an array",
+    "tuple_type": "an array",
+}
+_FINAL_MESSAGE_CODES = frozenset(
+    {
+        "decimal_below_min_value",
+        "decimal_above_max_value",
+        "integer_below_min_value",
+        "integer_above_max_value",
+        "empty_string",
+        "string_above_max_length",
+        "object_above_max_properties",
+        "mutually_exclusive_parameters",
+        "missing_required_parameter",
+        "invalid_value",
+    }
+)
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")
+
+_INVALID_JSON_MESSAGE = (
+    "We could not parse the JSON body of your request. (HINT: This likely means you aren't using "
+    "your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was "
+    "not valid JSON. If you have trouble figuring out how to fix this, please contact us through "
+    "our help center at help.openai.com.)"
+)
+
+
+def _json_kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a decimal"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return "an unsupported value"
+
+
+def _param(loc: tuple[int | str, ...], field: Any = None) -> str | None:
+    path = ""
+    for segment in loc:
+        if isinstance(segment, int):
+            path += f"[{segment}]"
+        elif segment.startswith("#") or segment == "[key]":
+            continue
+        else:
+            path += f".{segment}" if path else segment
+    if isinstance(field, str):
+        path += f".{field}" if path else field
+    return path or None
+
+
+def _english_list(values: list[str]) -> str:
+    quoted = [f"'{v}'" for v in values]
+    if len(quoted) <= 2:
+        return " and ".join(quoted)
+    return ", ".join(quoted[:-1]) + ", and " + quoted[-1]
+
+
+def _describe(error: ErrorDetails) -> tuple[str, str, str | None]:
+    """``(message, code, param)`` for one pydantic error, in OpenAI's words."""
+    kind = error["type"]
+    ctx = error.get("ctx") or {}
+    param = _param(error["loc"], ctx.get("field"))
+    shown = param or "body"
+    value = error.get("input")
+    if kind == "missing":
+        return f"Missing required parameter: '{shown}'.", "missing_required_parameter", param
+    if kind in _EXPECTED or kind == "invalid_type":
+        expected = _EXPECTED.get(kind) or error["msg"]
+        return (
+            f"Invalid type for '{shown}': expected {expected}, but got {_json_kind(value)} "
+            "instead.",
+            "invalid_type",
+            param,
+        )
+    if kind == "literal_error":
+        supported = _english_list(_QUOTED.findall(str(ctx.get("expected", ""))))
+        message = f"Invalid value: {value!r}. Supported values are: {supported}."
+        return message, "invalid_value", param
+    if kind in _FINAL_MESSAGE_CODES:
+        return error["msg"].replace("{param}", shown), kind, param
+    if kind == "json_invalid":
+        return _INVALID_JSON_MESSAGE, "invalid_json", None
+    if kind == "finite_number":
+        return f"Invalid '{shown}': expected a finite number.", "invalid_value", param
+    detail = error["msg"].rstrip(".")
+    return f"Invalid '{shown}': {detail[:1].lower()}{detail[1:]}.", "invalid_value", param
+
+
+def to_invalid_request(error: ValidationError) -> InvalidRequestError:
+    """The :class:`InvalidRequestError` (400) for the first error of a validation failure."""
+    message, code, param = _describe(error.errors(include_url=False)[0])
+    return InvalidRequestError(message, code=code, param=param)
+
+
+def parse_create_request(body: Any) -> CreateResponseRequest:
+    """Validate a create-response body.
+
+    Args:
+        body: the parsed JSON body (a ``dict``), or the raw JSON text (``bytes``, ``bytearray``
+            or ``str``), which is parsed and validated in one pass (faster, and the way to get
+            OpenAI's "could not parse the JSON body" error).
+
+    Returns:
+        The validated request.
+
+    Raises:
+        InvalidRequestError: the body is not a JSON object or breaks a rule; ``param`` is the
+            JSON path of the first problem.
+    """
+    try:
+        if isinstance(body, bytes | bytearray | str):
+            return CreateResponseRequest.model_validate_json(body)
+        if not isinstance(body, Mapping):
+            raise InvalidRequestError(
+                f"Invalid type for 'body': expected an object, but got {_json_kind(body)} instead.",
+                code="invalid_type",
+            )
+        return CreateResponseRequest.model_validate(body)
+    except ValidationError as error:
+        raise to_invalid_request(error) from None
+
+
+# --------------------------------------------------------------------------- echo
+
+
+def public_server_url(url: str) -> str:
+    """``scheme://host[:port]`` of an MCP server URL: no userinfo, path, query or fragment."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return ""
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def _dump(model: BaseModel) -> dict[str, Any]:
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _echo_tool(tool: FunctionTool | McpTool | OpaqueTool) -> dict[str, Any]:
+    if isinstance(tool, FunctionTool):
+        echoed = {
+            "type": "function",
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+            "strict": tool.strict,
+        }
+        echoed.update(tool.model_extra or {})
+        return echoed
+    echoed = _dump(tool)
+    if isinstance(tool, McpTool):
+        echoed.pop("headers", None)
+        echoed.pop("authorization", None)
+        if tool.server_url is not None:
+            echoed["server_url"] = public_server_url(tool.server_url)
+    return echoed
+
+
+def echo_fields(req: CreateResponseRequest) -> dict[str, Any]:
+    """The request fields every Response object echoes, with their defaults; JSON-ready.
+
+    This is what the loop keeps as ``state.request`` and what
+    :func:`responses_gateway.loop.render.render_response` merges into the Response. Keys are
+    always present, in this (alphabetical) order; defaults when the client omits a field:
+
+    ``background`` false; ``conversation`` ``{"id"}`` or null; ``instructions`` null;
+    ``max_output_tokens`` / ``max_tool_calls`` null; ``metadata`` ``{}``;
+    ``parallel_tool_calls`` true; ``previous_response_id`` / ``prompt`` / ``prompt_cache_key`` /
+    ``prompt_cache_retention`` null; ``reasoning`` ``{"effort":null,"summary":null}`` (given keys
+    added); ``safety_identifier`` null; ``service_tier`` ``"auto"`` (OpenAI's default);
+    ``store`` true; ``temperature`` null and ``top_p`` null (OpenAI echoes 1.0, but
+    ``build_model_call`` forwards every non-null sampling value upstream, and an unset one must
+    stay unset); ``text`` ``{"format":{"type":"text"}}``; ``tool_choice`` ``"auto"``; ``tools``
+    ``[]``; ``top_logprobs`` null (same reason as ``temperature``); ``truncation``
+    ``"disabled"``; ``user`` null.
+
+    ``tools`` never carry secrets: MCP ``headers`` and ``authorization`` are dropped and
+    ``server_url`` is cut to ``scheme://host[:port]``. Function tools always show
+    ``description``, ``parameters`` and ``strict`` (null when unset).
+    """
+    conversation = req.conversation
+    if isinstance(conversation, ConversationRef):
+        conversation_echo: dict[str, Any] | None = {"id": conversation.id}
+    elif isinstance(conversation, str):
+        conversation_echo = {"id": conversation}
+    else:
+        conversation_echo = None
+    reasoning: dict[str, Any] = {"effort": None, "summary": None}
+    if req.reasoning is not None:
+        reasoning.update(_dump(req.reasoning))
+    text: dict[str, Any] = {"format": {"type": "text"}}
+    if req.text is not None:
+        text.update(_dump(req.text))
+    tool_choice = req.tool_choice
+    return {
+        "background": bool(req.background),
+        "conversation": conversation_echo,
+        "instructions": req.instructions,
+        "max_output_tokens": req.max_output_tokens,
+        "max_tool_calls": req.max_tool_calls,
+        "metadata": dict(req.metadata or {}),
+        "parallel_tool_calls": req.parallel_tool_calls is not False,
+        "previous_response_id": req.previous_response_id,
+        "prompt": _dump(req.prompt) if req.prompt is not None else None,
+        "prompt_cache_key": req.prompt_cache_key,
+        "prompt_cache_retention": req.prompt_cache_retention,
+        "reasoning": reasoning,
+        "safety_identifier": req.safety_identifier,
+        "service_tier": req.service_tier or "auto",
+        "store": req.store is not False,
+        "temperature": req.temperature,
+        "text": text,
+        "tool_choice": (
+            "auto"
+            if tool_choice is None
+            else tool_choice
+            if isinstance(tool_choice, str)
+            else _dump(tool_choice)
+        ),
+        "tools": [_echo_tool(tool) for tool in req.tools or ()],
+        "top_logprobs": req.top_logprobs,
+        "top_p": req.top_p,
+        "truncation": req.truncation or "disabled",
+        "user": req.user,
+    }
+
+
+def request_input(req: CreateResponseRequest) -> str | list[dict[str, Any]] | None:
+    """The request's ``input`` as JSON-ready data, ready for ``prepare_input``.
+
+    Items come back with exactly the keys the client sent (unknown ones included), plus
+    ``type`` on messages and item references that omitted it.
+    """
+    if req.input is None or isinstance(req.input, str):
+        return req.input
+    items: list[dict[str, Any]] = []
+    for item in req.input:
+        data = _dump(item)
+        if "type" not in data:
+            data["type"] = "item_reference" if "role" not in data else "message"
+        items.append(data)
+    return items
