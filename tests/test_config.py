@@ -44,7 +44,10 @@ def test_load_config_env_single_provider_takes_every_model() -> None:
     assert config is not None
     provider, model = config.route("anything")
     assert (provider.base_url, provider.api_key, provider.api, model) == (
-        "http://h:1/v1", "sk-x", "chat", "anything"
+        "http://h:1/v1",
+        "sk-x",
+        "chat",
+        "anything",
     )
 
 
@@ -55,7 +58,10 @@ def test_load_config_toml_routes_exact_then_longest_prefix_then_default(tmp_path
     assert config is not None
     openai, model = config.route("gpt-5")
     assert (openai.name, openai.api_key, openai.base_url, model) == (
-        "openai", "sk-openai", "https://api.openai.com/v1", "gpt-5"
+        "openai",
+        "sk-openai",
+        "https://api.openai.com/v1",
+        "gpt-5",
     )
     assert config.route("o4-mini")[0].name == "openai"
     local, model = config.route("local/big/qwen")
@@ -92,8 +98,10 @@ def test_provider_repr_never_shows_the_key() -> None:
         ([{"base_url": "ftp://x"}], "base_url must be an http"),
         ([{"base_url": "http://x", "api": "grpc"}], "api must be one of"),
         ([{"name": "a", "base_url": "http://x"}, {"name": "a", "base_url": "http://y"}], "unique"),
-        ([{"base_url": "http://x", "default": True}, {"base_url": "http://y", "default": True}],
-         "at most one"),
+        (
+            [{"base_url": "http://x", "default": True}, {"base_url": "http://y", "default": True}],
+            "at most one",
+        ),
         ([{"base_url": "http://x", "models": "m"}], "list of strings"),
     ],
 )

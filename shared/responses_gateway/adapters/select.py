@@ -21,12 +21,13 @@ from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.adapters.chat_completions import ChatCompletionsAdapter
 from responses_gateway.adapters.responses_api import ResponsesAdapter
 from responses_gateway.config import Provider
-from responses_gateway.errors import InvalidRequestError, UpstreamStatusError
+from responses_gateway.errors import InvalidRequestError, UpstreamError, UpstreamStatusError
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import TurnResult
 
 __all__ = [
     "AutoAdapter",
+    "RedactingAdapter",
     "UpgradeLatch",
     "asks_for_responses_api",
     "auto_wire",
@@ -110,10 +111,42 @@ class AutoAdapter:
         return await self._responses.call_llm(call, out)
 
 
+class RedactingAdapter:
+    """Scrubs the provider's secrets from upstream errors (providers echo keys in 401s)."""
+
+    def __init__(self, inner: Adapter, secrets: list[str]) -> None:
+        self._inner = inner
+        self._secrets = [s for s in secrets if len(s) >= 4]
+
+    @property
+    def wire(self) -> str:
+        return self._inner.wire
+
+    def _scrub(self, text: str) -> str:
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        try:
+            return await self._inner.call_llm(call, out)
+        except UpstreamError as error:
+            error.message = self._scrub(error.message)
+            error.args = (error.message,)
+            if isinstance(error, UpstreamStatusError):
+                error.body = self._scrub(error.body)
+            raise
+
+
 def make_adapter(
     provider: Provider, client: httpx.AsyncClient, latch: UpgradeLatch = PROCESS_LATCH
 ) -> Adapter:
     """The adapter that speaks to ``provider`` in its configured (or detected) wire format."""
+    secrets = [provider.api_key or "", *provider.headers.values()]
+    return RedactingAdapter(_wire_adapter(provider, client, latch), secrets)
+
+
+def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeLatch) -> Adapter:
     args = (client, provider.base_url, provider.api_key, dict(provider.headers))
     if provider.api == "chat":
         return ChatCompletionsAdapter(*args)

@@ -85,9 +85,15 @@ def error_object(error: GatewayError) -> dict[str, Any]:
 def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     """The next model call for ``state``: transcript, visible tools and the client's settings."""
     request = state.request
-    tools = [t for t in request.get("tools") or [] if t.get("type") == "function"]
+    tools = [
+        {k: v for k, v in tool.items() if v is not None}
+        for tool in request.get("tools") or []
+        if tool.get("type") == "function"
+    ]
     tools += ctx.tools.model_tools()
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
+    if params.get("service_tier") == "auto":  # the echoed default; the upstream's own default
+        del params["service_tier"]
     if request.get("parallel_tool_calls") is False and tools:
         params["parallel_tool_calls"] = False
     reasoning = request.get("reasoning") or {}

@@ -16,6 +16,7 @@ connection is cut mid-body (the client sees ``httpx.RemoteProtocolError``), and 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -205,10 +206,19 @@ def _sse(script: ScriptedUpstream, turn: Turn, frames: list[str]) -> Response:
     headers = {"x-request-id": script.new_id("req"), "cache-control": "no-cache", **turn.headers}
 
     async def body() -> AsyncIterator[bytes]:
-        for i, frame in enumerate(frames):
-            if turn.drop_after is not None and i >= turn.drop_after:
-                raise SimulatedDisconnect()
-            yield frame.encode()
+        ended = False  # by us: the whole stream was sent, or we dropped it on purpose
+        try:
+            for i, frame in enumerate(frames):
+                if turn.drop_after is not None and i >= turn.drop_after:
+                    ended = True
+                    raise SimulatedDisconnect()
+                if turn.hold_after is not None and i >= turn.hold_after:
+                    await asyncio.Event().wait()  # until the client goes away (cancellation)
+                yield frame.encode()
+            ended = True
+        finally:
+            if not ended:
+                script.record_disconnect()
         if turn.drop_after is not None:
             raise SimulatedDisconnect()
 

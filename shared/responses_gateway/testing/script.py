@@ -121,6 +121,11 @@ class Turn:
     ``data: {"error": {...}}`` chunk (no ``[DONE]``); Responses: ``response.failed`` (or an
     ``error`` event, see ``responses_error``)."""
 
+    hold_after: int | None = None
+    """Stream only: after this many SSE events send nothing more and keep the connection open
+    until the client goes away. (Any stream its client abandons before the end is counted:
+    :meth:`ScriptedUpstream.wait_for_disconnects`.)"""
+
     chunk_size: int | None = None
     """Both wires: split text, reasoning and arguments deltas into pieces of this many
     characters. None = text and reasoning word by word, arguments in about 3 fragments."""
@@ -252,6 +257,7 @@ class ScriptedUpstream:
         self._turns: deque[Turn | TurnFactory] = deque(turns)
         self._requests: list[RecordedRequest] = []
         self._counters: dict[str, int] = {}
+        self._disconnects = 0
         self.demo = demo
         """Answer with the demo model when the script is empty (settable at any time)."""
         self.models: list[str] = list(models)
@@ -307,6 +313,29 @@ class ScriptedUpstream:
                 raise TimeoutError(f"expected {count} upstream requests, got {len(self._requests)}")
             return list(self._requests)
 
+    def record_disconnect(self) -> None:
+        """Note that a client went away before its stream ended."""
+        with self._cond:
+            self._disconnects += 1
+            self._cond.notify_all()
+
+    @property
+    def disconnects(self) -> int:
+        """How many streams ended because their client went away."""
+        with self._cond:
+            return self._disconnects
+
+    def wait_for_disconnects(self, count: int, timeout: float = 5.0) -> int:
+        """Block until at least ``count`` streams saw their client go away.
+
+        Raises:
+            TimeoutError: fewer than ``count`` disconnects within ``timeout`` seconds.
+        """
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._disconnects >= count, timeout):
+                raise TimeoutError(f"expected {count} disconnects, saw {self._disconnects}")
+            return self._disconnects
+
     def next_turn(self, body: dict[str, Any], wire: Wire) -> Turn | None:
         """Pop the next turn for a request (demo turn when empty); None = script exhausted."""
         with self._cond:
@@ -337,3 +366,4 @@ class ScriptedUpstream:
             self._turns.clear()
             self._requests.clear()
             self._counters.clear()
+            self._disconnects = 0

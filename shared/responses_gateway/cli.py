@@ -1,0 +1,97 @@
+"""The ``responses-gateway`` command: run the gateway (or a fake upstream) locally.
+
+Owns argument parsing and process startup only. ``serve`` runs the app under uvicorn with the
+configuration from the environment (see :mod:`responses_gateway.config`); with no upstream
+configured it starts the bundled scripted ``demo`` model on a loopback port and routes to it, so
+every feature can be tried offline. ``fake-upstream`` runs the scripted upstream alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+__all__ = ["main"]
+
+DEMO_MODELS = {"demo": "chat", "demo-responses": "responses"}
+"""Model names served by the bundled demo upstream, and the wire format each goes through."""
+
+
+def _serve(host: str, port: int) -> int:
+    import uvicorn
+
+    from responses_gateway.app import create_app
+    from responses_gateway.config import ConfigError, load_config, parse_config
+
+    try:
+        config = load_config()
+    except (ConfigError, OSError) as exc:
+        print(f"responses-gateway: bad configuration: {exc}", file=sys.stderr)
+        return 2
+    demo = None
+    if config is None:
+        from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+        from responses_gateway.testing.script import ScriptedUpstream
+        from responses_gateway.testing.server import run_in_thread
+
+        demo = run_in_thread(create_fake_upstream_app(ScriptedUpstream()))
+        config = parse_config(
+            {
+                "providers": [
+                    {
+                        "name": f"demo-{wire}",
+                        "base_url": f"{demo.url}/v1",
+                        "api": wire,
+                        "models": [model],
+                    }
+                    for model, wire in DEMO_MODELS.items()
+                ]
+            }
+        )
+        print(
+            "responses-gateway: no upstream configured (UPSTREAM_BASE_URL / GATEWAY_CONFIG); "
+            f"serving the bundled scripted demo model: use model 'demo' (Chat Completions "
+            f"upstream) or 'demo-responses' (Responses upstream). Demo upstream at {demo.url}.",
+            flush=True,
+        )
+    else:
+        names = ", ".join(f"{p.name} ({p.api})" for p in config.providers)
+        print(f"responses-gateway: providers: {names}", flush=True)
+    print(f"responses-gateway: listening on http://{host}:{port}/v1", flush=True)
+    try:
+        uvicorn.run(create_app(config), host=host, port=port, log_level="warning")
+    finally:
+        if demo is not None:
+            demo.stop()
+    return 0
+
+
+def _fake_upstream(host: str, port: int) -> int:
+    from responses_gateway.testing.server import serve_fake_upstream
+
+    print(f"responses-gateway: scripted fake upstream on http://{host}:{port}/v1", flush=True)
+    serve_fake_upstream(host, port)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``responses-gateway`` command."""
+    parser = argparse.ArgumentParser(prog="responses-gateway", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the gateway API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    fake = commands.add_parser("fake-upstream", help="run the scripted fake upstream model")
+    fake.add_argument("--host", default="127.0.0.1")
+    fake.add_argument("--port", type=int, default=8001)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if args.command == "serve":
+        return _serve(args.host, args.port)
+    return _fake_upstream(args.host, args.port)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

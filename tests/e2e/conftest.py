@@ -1,0 +1,109 @@
+"""End-to-end fixtures: the gateway served over HTTP in front of the scripted fake upstream.
+
+One fake upstream and one gateway per session (each on a loopback port, in a thread); the script,
+the recordings and the upgrade latch are reset before every test. The client is the official
+``openai`` SDK with retries off, so every upstream request a test causes is one it can count.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import httpx
+import openai
+import pytest
+
+from responses_gateway.adapters.select import UpgradeLatch
+from responses_gateway.app import create_app
+from responses_gateway.config import parse_config
+from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+from responses_gateway.testing.script import ScriptedUpstream
+from responses_gateway.testing.server import RunningServer, run_in_thread
+
+UPSTREAM_KEY = "sk-upstream-secret-key"
+
+MODELS = {"chat": "scripted-chat", "responses": "scripted-responses"}
+"""The model name that routes to each wire format."""
+
+
+@dataclass
+class Stack:
+    upstream: ScriptedUpstream
+    upstream_server: RunningServer
+    gateway_server: RunningServer
+    latch: UpgradeLatch
+
+    @property
+    def base_url(self) -> str:
+        return f"{self.gateway_server.url}/v1"
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    upstream = ScriptedUpstream(demo=False)
+    upstream_server = run_in_thread(create_fake_upstream_app(upstream))
+    base = f"{upstream_server.url}/v1"
+    config = parse_config(
+        {
+            "providers": [
+                {
+                    "name": "chat",
+                    "base_url": base,
+                    "api": "chat",
+                    "api_key": UPSTREAM_KEY,
+                    "models": [MODELS["chat"]],
+                },
+                {
+                    "name": "responses",
+                    "base_url": base,
+                    "api": "responses",
+                    "api_key": UPSTREAM_KEY,
+                    "models": [MODELS["responses"]],
+                },
+                {
+                    "name": "auto",
+                    "base_url": base,
+                    "api": "auto",
+                    "prefixes": ["auto/"],
+                    "strip_prefix": True,
+                },
+            ]
+        }
+    )
+    latch = UpgradeLatch()
+    gateway_server = run_in_thread(create_app(config, latch=latch))
+    try:
+        yield Stack(upstream, upstream_server, gateway_server, latch)
+    finally:
+        gateway_server.stop()
+        upstream_server.stop()
+
+
+@pytest.fixture
+def upstream(stack: Stack) -> ScriptedUpstream:
+    stack.upstream.reset()
+    stack.latch.clear()
+    return stack.upstream
+
+
+@pytest.fixture
+def client(stack: Stack, upstream: ScriptedUpstream) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=stack.base_url, api_key="sk-client", max_retries=0) as c:
+        yield c
+
+
+@pytest.fixture
+def http(stack: Stack, upstream: ScriptedUpstream) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=stack.base_url, timeout=30) as c:
+        yield c
+
+
+@pytest.fixture(params=["chat", "responses"])
+def wire(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def model(wire: str) -> str:
+    return MODELS[wire]
