@@ -1,0 +1,93 @@
+"""`responses-gateway serve` as a newcomer runs it: no upstream configured, the demo model."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import openai
+import pytest
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
+    with httpx.Client(timeout=1.0) as client:
+        for _ in range(400):  # bounded: each failed attempt waits up to the connect timeout
+            if proc.poll() is not None:
+                raise AssertionError(f"serve exited early: {proc.stdout and proc.stdout.read()}")
+            try:
+                if client.get(f"{url}/health").status_code == 200:
+                    return
+            except httpx.TransportError:
+                with pytest.raises(subprocess.TimeoutExpired):
+                    proc.wait(timeout=0.05)  # yields the CPU; returns early if serve dies
+    raise AssertionError("serve never became healthy")
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in {"UPSTREAM_BASE_URL", "GATEWAY_CONFIG"}}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "responses_gateway.cli", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        yield url, proc
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+
+
+@pytest.mark.parametrize("model", ["demo", "demo-responses"])
+def test_serve_without_upstream_answers_with_the_demo_model(
+    served: tuple[str, subprocess.Popen[str]], model: str
+) -> None:
+    url, _ = served
+    with openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0) as client:
+        response = client.responses.create(model=model, input="Hello gateway")
+        assert response.output_text == "Hello! You said: Hello gateway"
+        with client.responses.stream(
+            model=model,
+            input="What is the weather in Paris?",
+            tools=[
+                {
+                    "type": "function",
+                    "name": "get_weather",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                    "strict": False,
+                }
+            ],
+        ) as stream:
+            final = stream.get_final_response()
+        call = final.output[-1]
+        assert call.type == "function_call"
+        assert (call.name, call.arguments) == ("get_weather", '{"city": "Paris"}')
+
+
+def test_serve_says_which_models_the_demo_serves(
+    served: tuple[str, subprocess.Popen[str]],
+) -> None:
+    _, proc = served
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    assert "serving the bundled scripted demo model" in first
+    assert "'demo'" in first and "'demo-responses'" in first
