@@ -1,0 +1,215 @@
+"""DynamoDB request units and round trips per gateway operation, counted from the actual calls.
+
+Runs :class:`responses_gateway.store.DynamoStore` against an embedded moto DynamoDB server (no
+AWS account, no app) and, for each operation, resets the store's
+:class:`~responses_gateway.store.UnitMeter`, performs exactly the store calls the gateway makes
+for it, and reports the read and write request units (computed from the sizes of the items read
+and written, by DynamoDB's on-demand rules: see ``store/DESIGN.md``) and the number of DynamoDB
+requests (round trips).
+
+Operations:
+
+- ``create stored``: ``POST /v1/responses`` with ``store: true`` and no previous response
+  (one ``put_response`` of a typical response);
+- ``chained create @N``: a create whose ``previous_response_id`` has N-1 ancestors (the new record's
+  chain has N ids): ``get_response(previous)`` + ``get_responses(previous.chain)`` + its
+  ``put_response``;
+- ``GET response``: ``GET /v1/responses/{id}`` (one ``get_response``), for a root and for a record
+  at depth 100;
+- ``input_items page``: ``GET /v1/responses/{id}/input_items`` (one ``get_response``; paging is
+  done in memory);
+- extras: a 5 MB-input create and its read, a conversation append and a conversation read.
+
+Usage::
+
+    python benchmarks/dynamodb_units.py [--json PATH]
+
+The exit status is 0 whatever the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import functools
+import json
+import os
+import random
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from responses_gateway.ids import new_id
+from responses_gateway.store import Conversation, DynamoStore, StoredResponse
+from responses_gateway.store.local import start_local_dynamodb
+
+TENANT = "bench"
+CREATED = int(time.time())
+
+
+_VOCABULARY = (
+    "the a weather city forecast rain wind sun cloud temperature degrees tomorrow today "
+    "morning evening light heavy chance mild warm cold north south river bridge museum "
+    "train ticket price hotel room breakfast open closed street map walk minutes hours "
+)
+_WORDS = _VOCABULARY.split()
+
+
+def prose(words: int, seed: str) -> str:
+    """Non-repeating English-like text (compresses about as well as real prose)."""
+    rng = random.Random(seed)
+    return " ".join(rng.choice(_WORDS) for _ in range(words))
+
+
+def typical_record(response_id: str, chain: list[str], extra_input: str = "") -> StoredResponse:
+    """A response of about 6 KB of JSON: a user message, reasoning, a tool call and an answer."""
+    text = prose(300, response_id)
+    output = [
+        {
+            "type": "reasoning",
+            "id": f"rs_{response_id}",
+            "summary": [],
+            "content": [{"type": "reasoning_text", "text": prose(150, "r" + response_id)}],
+        },
+        {
+            "type": "function_call",
+            "id": f"fc_{response_id}",
+            "call_id": f"call_{response_id}",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+            "status": "completed",
+        },
+        {
+            "type": "message",
+            "id": f"msg_{response_id}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}],
+        },
+    ]
+    content: list[dict[str, Any]] = [{"type": "input_text", "text": prose(60, "q" + response_id)}]
+    if extra_input:
+        content.append({"type": "input_image", "image_url": extra_input})
+    response = {
+        "id": response_id,
+        "object": "response",
+        "created_at": CREATED,
+        "status": "completed",
+        "model": "demo",
+        "output": output,
+        "previous_response_id": chain[-1] if chain else None,
+        "usage": {"input_tokens": 420, "output_tokens": 180, "total_tokens": 600},
+        "instructions": prose(80, "instructions"),
+        "tools": [],
+        "metadata": {},
+    }
+    items = [{"type": "message", "id": f"in_{response_id}", "role": "user", "content": content}]
+    return StoredResponse(TENANT, response_id, response, items, chain=list(chain))
+
+
+async def measure(store: DynamoStore, action: Callable[[], Awaitable[Any]]) -> dict[str, Any]:
+    store.meter.reset()
+    await action()
+    total = store.meter.total()
+    return {
+        "read_units": total.read_units,
+        "write_units": total.write_units,
+        "round_trips": total.round_trips,
+        "moto_reported_units": round(total.reported_units, 1),
+        "by_store_call": {op: units.to_dict() for op, units in store.meter.snapshot().items()},
+    }
+
+
+async def chain_of(store: DynamoStore, length: int) -> list[str]:
+    """``length`` stored responses, each continuing the previous one."""
+    ids = [new_id("resp") for _ in range(length)]
+    await asyncio.gather(
+        *(store.put_response(typical_record(rid, ids[:n])) for n, rid in enumerate(ids))
+    )
+    return ids
+
+
+async def chained_create(store: DynamoStore, previous_id: str, new_id: str) -> None:
+    """The store calls of a create with ``previous_response_id`` (as the service makes them)."""
+    previous = await store.get_response(TENANT, previous_id)
+    assert previous is not None
+    ancestors = await store.get_responses(TENANT, previous.chain)
+    assert len(ancestors) == len(previous.chain)
+    await store.put_response(typical_record(new_id, [*previous.chain, previous.id]))
+
+
+async def run(store: DynamoStore) -> dict[str, dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    rows["create stored"] = await measure(
+        store, lambda: store.put_response(typical_record("resp_root", []))
+    )
+    for depth in (1, 10, 100):
+        ids = await chain_of(store, depth)
+        create = functools.partial(chained_create, store, ids[-1], f"resp_new_{depth}")
+        rows[f"chained create @{depth}"] = await measure(store, create)
+    rows["GET response (root)"] = await measure(
+        store, lambda: store.get_response(TENANT, "resp_root")
+    )
+    rows["GET response (depth 100)"] = await measure(
+        store, lambda: store.get_response(TENANT, "resp_new_100")
+    )
+    rows["input_items page"] = await measure(store, lambda: store.get_response(TENANT, "resp_root"))
+    image = "data:image/png;base64," + base64.b64encode(os.urandom(3_750_000)).decode()
+    rows["create stored, 5 MB input"] = await measure(
+        store, lambda: store.put_response(typical_record("resp_big", [], extra_input=image))
+    )
+    rows["GET response, 5 MB input"] = await measure(
+        store, lambda: store.get_response(TENANT, "resp_big")
+    )
+    conversation = Conversation(TENANT, "conv_bench", CREATED)
+    await store.create_conversation(conversation, [])
+    record = typical_record("resp_conv", [])
+    turn = [*record.input_items, *record.output]
+    for _ in range(24):
+        await store.append_items(TENANT, "conv_bench", turn)
+    rows["conversation append (4 items)"] = await measure(
+        store, lambda: store.append_items(TENANT, "conv_bench", turn)
+    )
+    rows["conversation all_items (100 items)"] = await measure(
+        store, lambda: store.all_items(TENANT, "conv_bench")
+    )
+    rows["conversation list_items (20)"] = await measure(
+        store, lambda: store.list_items(TENANT, "conv_bench", limit=20)
+    )
+    return rows
+
+
+def print_table(rows: dict[str, dict[str, Any]], started_in: float) -> None:
+    print(f"embedded moto DynamoDB ready in {started_in:.2f} s (moto import included)")
+    header = f"{'operation':<38} {'RRU':>6} {'WRU':>6} {'round trips':>12}"
+    print(header)
+    print("-" * len(header))
+    for name, row in rows.items():
+        print(f"{name:<38} {row['read_units']:>6} {row['write_units']:>6} {row['round_trips']:>12}")
+    print("RRU/WRU: read/write request units computed from item sizes (DynamoDB on-demand rules).")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args(argv)
+    local = start_local_dynamodb(table_name="bench")
+    store = DynamoStore(local.client, local.table_name)
+    try:
+        rows = asyncio.run(run(store))
+    finally:
+        store.close()
+        local.stop()
+    print_table(rows, local.started_in)
+    if args.json:
+        args.json.write_text(
+            json.dumps({"local_start_seconds": local.started_in, "operations": rows}, indent=2)
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""The DynamoDB implementation of :class:`~responses_gateway.store.base.Store`.
+
+Owns wiring: one boto3 client and one thread pool per store (every boto3 call runs there, never on
+the event loop), retention, the clock, the :class:`UnitMeter`, and building a store from the
+environment. The item layouts live in ``_responses.py`` and ``_conversations.py``; the call
+mechanics (batching, retries, metering, error mapping) in ``_calls.py``; the key design is written
+up in ``DESIGN.md``. It must not know about HTTP, the API's error envelopes or the agent loop.
+
+Environment (:meth:`DynamoStore.from_env`, :func:`open_store`):
+
+- ``DYNAMODB_TABLE``: the table; when unset, :func:`open_store` starts an embedded moto endpoint;
+- ``DYNAMODB_ENDPOINT_URL``: optional endpoint (DynamoDB Local, moto, ...);
+- ``AWS_REGION`` / ``AWS_DEFAULT_REGION``: region (``us-east-1`` when neither is set);
+- ``RETENTION_DAYS``: days before stored responses and conversations expire (default 30).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Literal
+
+from responses_gateway.config import ConfigError
+from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
+from responses_gateway.store._conversations import ConversationTable
+from responses_gateway.store._responses import ResponseTable
+from responses_gateway.store.base import Conversation, ItemPage, StoredResponse
+from responses_gateway.store.meter import UnitMeter
+from responses_gateway.store.table import make_client
+
+if TYPE_CHECKING:
+    from responses_gateway.store.local import LocalDynamo
+
+__all__ = ["DEFAULT_RETENTION_DAYS", "DynamoStore", "StoreError", "open_store"]
+
+DEFAULT_RETENTION_DAYS = 30
+_DAY = 86_400
+
+
+class DynamoStore:
+    """Stored responses and conversations in one DynamoDB table (see DESIGN.md)."""
+
+    def __init__(
+        self,
+        client: DynamoClient,
+        table_name: str,
+        *,
+        retention_days: int = DEFAULT_RETENTION_DAYS,
+        clock: Callable[[], float] = time.time,
+        max_workers: int = 16,
+    ) -> None:
+        if retention_days < 1:
+            raise ValueError("retention_days must be at least 1")
+        self.table_name = table_name
+        self.retention_days = retention_days
+        self.meter = UnitMeter()
+        """Units and round trips spent so far, by operation (``snapshot()``, ``reset()``)."""
+        self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dynamo")
+        db = TableClient(client, table_name, self.meter, self._executor)
+        retention = retention_days * _DAY
+        self._responses = ResponseTable(db, retention_seconds=retention, clock=clock)
+        self._conversations = ConversationTable(db, retention_seconds=retention, clock=clock)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
+        """A store on ``DYNAMODB_TABLE`` (required) at ``DYNAMODB_ENDPOINT_URL`` (optional)."""
+        env = os.environ if env is None else env
+        table = env.get("DYNAMODB_TABLE")
+        if not table:
+            raise ConfigError("DYNAMODB_TABLE is not set")
+        client = make_client(
+            endpoint_url=env.get("DYNAMODB_ENDPOINT_URL") or None, region=_region(env)
+        )
+        return cls(client, table, retention_days=retention_days_from_env(env))
+
+    def close(self) -> None:
+        """Release the thread pool (after the last call)."""
+        self._executor.shutdown(wait=False)
+
+    # Stored responses
+
+    async def put_response(self, record: StoredResponse) -> None:
+        await self._responses.put(record)
+
+    async def get_response(self, tenant: str, response_id: str) -> StoredResponse | None:
+        return await self._responses.get(tenant, response_id)
+
+    async def get_responses(self, tenant: str, response_ids: list[str]) -> list[StoredResponse]:
+        return await self._responses.get_many(tenant, response_ids)
+
+    async def delete_response(self, tenant: str, response_id: str) -> bool:
+        return await self._responses.delete(tenant, response_id)
+
+    # Conversations
+
+    async def create_conversation(
+        self, conversation: Conversation, items: list[dict[str, Any]]
+    ) -> None:
+        await self._conversations.create(conversation, items)
+
+    async def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
+        return await self._conversations.get(tenant, conversation_id)
+
+    async def update_conversation(
+        self, tenant: str, conversation_id: str, metadata: dict[str, str]
+    ) -> Conversation | None:
+        return await self._conversations.update(tenant, conversation_id, metadata)
+
+    async def delete_conversation(self, tenant: str, conversation_id: str) -> bool:
+        return await self._conversations.delete(tenant, conversation_id)
+
+    async def append_items(
+        self, tenant: str, conversation_id: str, items: list[dict[str, Any]]
+    ) -> None:
+        await self._conversations.append(tenant, conversation_id, items)
+
+    async def list_items(
+        self,
+        tenant: str,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: Literal["asc", "desc"] = "desc",
+    ) -> ItemPage:
+        """A page of items; raises ``LookupError`` when the conversation or ``after`` is unknown."""
+        return await self._conversations.list_items(
+            tenant, conversation_id, after=after, limit=limit, order=order
+        )
+
+    async def all_items(self, tenant: str, conversation_id: str) -> list[dict[str, Any]]:
+        """Every item, oldest first; raises ``LookupError`` when the conversation is unknown."""
+        return await self._conversations.all_items(tenant, conversation_id)
+
+    async def get_item(
+        self, tenant: str, conversation_id: str, item_id: str
+    ) -> dict[str, Any] | None:
+        return await self._conversations.get_item(tenant, conversation_id, item_id)
+
+    async def delete_item(self, tenant: str, conversation_id: str, item_id: str) -> bool:
+        return await self._conversations.delete_item(tenant, conversation_id, item_id)
+
+
+def _region(env: Mapping[str, str]) -> str:
+    return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def retention_days_from_env(env: Mapping[str, str]) -> int:
+    raw = env.get("RETENTION_DAYS", "").strip()
+    if not raw:
+        return DEFAULT_RETENTION_DAYS
+    try:
+        days = int(raw)
+    except ValueError:
+        days = 0
+    if days < 1:
+        raise ConfigError(f"RETENTION_DAYS must be a whole number of days >= 1, got {raw!r}")
+    return days
+
+
+def open_store(env: Mapping[str, str] | None = None) -> tuple[DynamoStore, LocalDynamo | None]:
+    """The store the environment asks for, and the embedded endpoint started for it (if any).
+
+    With ``DYNAMODB_TABLE`` set: :meth:`DynamoStore.from_env`, and None. Otherwise an embedded
+    moto endpoint with the table created (stop it with ``local.stop()`` at shutdown).
+    """
+    env = os.environ if env is None else env
+    if env.get("DYNAMODB_TABLE"):
+        return DynamoStore.from_env(env), None
+    from responses_gateway.store.local import start_local_dynamodb
+
+    local = start_local_dynamodb(region=_region(env))
+    store = DynamoStore(local.client, local.table_name, retention_days=retention_days_from_env(env))
+    return store, local

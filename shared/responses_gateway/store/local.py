@@ -1,0 +1,82 @@
+"""An embedded DynamoDB-compatible endpoint for local runs and tests (moto's server).
+
+Owns starting moto's ``ThreadedMotoServer`` on a loopback port in this process, creating the
+gateway's table on it and handing back a ready client, so state works offline with no AWS account
+and no Docker. moto is imported only inside :func:`start_local_dynamodb`: it is heavy (about 2-3 s
+to import) and must never be loaded on the Lambda path. The dummy credentials live in the client
+built here only; the process environment is not touched. moto keeps TTL settings but never expires
+items: the store treats expired items as gone on read, so behaviour is the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from responses_gateway.store.table import create_table, make_client
+
+__all__ = ["DEFAULT_LOCAL_TABLE", "LocalDynamo", "start_local_dynamodb"]
+
+DEFAULT_LOCAL_TABLE = "responses-gateway"
+
+
+@dataclass(slots=True)
+class LocalDynamo:
+    """A running embedded endpoint with the table created on it."""
+
+    endpoint_url: str
+    table_name: str
+    region: str
+    client: Any
+    """A boto3 DynamoDB client for this endpoint (dummy credentials)."""
+    started_in: float
+    """Seconds from the call to a ready table (moto import included)."""
+    _server: Any = field(repr=False)
+
+    def reset(self) -> None:
+        """Drop every table (``POST /moto-api/reset``) and create the gateway's table again."""
+        import urllib.request
+
+        request = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+        create_table(self.client, self.table_name)
+
+    def stop(self) -> None:
+        self._server.stop()
+
+
+def start_local_dynamodb(
+    table_name: str = DEFAULT_LOCAL_TABLE, region: str = "us-east-1"
+) -> LocalDynamo:
+    """Start moto's DynamoDB on ``127.0.0.1`` (a free port) and create the table on it."""
+    started = time.perf_counter()
+    from moto.server import ThreadedMotoServer
+
+    # moto serves through werkzeug, which logs every request at INFO to stderr unless its logger
+    # was configured; keep that quiet (an explicitly set level is left alone).
+    werkzeug_log = logging.getLogger("werkzeug")
+    if werkzeug_log.level == logging.NOTSET:
+        werkzeug_log.setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        endpoint_url = f"http://{host}:{port}"
+        client = make_client(
+            endpoint_url=endpoint_url, region=region, credentials=("local", "local")
+        )
+        create_table(client, table_name)
+    except BaseException:
+        server.stop()
+        raise
+    return LocalDynamo(
+        endpoint_url=endpoint_url,
+        table_name=table_name,
+        region=region,
+        client=client,
+        started_in=time.perf_counter() - started,
+        _server=server,
+    )

@@ -1,0 +1,426 @@
+"""DynamoStore's stored responses against a real (embedded moto) DynamoDB endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import threading
+import time
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from responses_gateway.config import ConfigError
+from responses_gateway.store import RECORD_VERSION, DynamoStore, StoredResponse, StoreError
+from responses_gateway.store.dynamo import open_store
+from responses_gateway.store.local import LocalDynamo
+from responses_gateway.store.table import make_client
+
+DAY = 86_400
+CREATED = 1_700_000_000
+
+
+def make_record(
+    tenant: str, response_id: str, chain: list[str] | None = None, **extra: Any
+) -> StoredResponse:
+    output = [
+        {
+            "type": "message",
+            "id": f"msg_{response_id}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [
+                {"type": "output_text", "text": f"answer {response_id} é ☃", "annotations": []}
+            ],
+        },
+        {
+            "type": "function_call",
+            "id": f"fc_{response_id}",
+            "call_id": "c1",
+            "name": "f",
+            "arguments": "{}",
+        },
+    ]
+    response = {
+        "id": response_id,
+        "object": "response",
+        "created_at": CREATED,
+        "status": "completed",
+        "output": output,
+        "usage": {"input_tokens": 3, "output_tokens": 1.5},
+        **extra,
+    }
+    items = [
+        {
+            "type": "message",
+            "id": f"in_{response_id}",
+            "role": "user",
+            "content": [{"type": "input_text", "text": f"question {response_id}"}],
+        }
+    ]
+    return StoredResponse(
+        tenant=tenant, id=response_id, response=response, input_items=items, chain=list(chain or [])
+    )
+
+
+async def build_chain(store: DynamoStore, tenant: str, depth: int) -> list[str]:
+    """depth + 1 records, each continuing the previous one the way the service chains them."""
+    ids = [f"resp_{n:03d}" for n in range(depth + 1)]
+    records = [make_record(tenant, rid, chain=ids[:n]) for n, rid in enumerate(ids)]
+    await asyncio.gather(*(store.put_response(r) for r in records))
+    return ids
+
+
+def table_items(local: LocalDynamo, tenant: str) -> list[dict[str, Any]]:
+    paginator = local.client.get_paginator("scan")
+    items: list[dict[str, Any]] = []
+    pages = paginator.paginate(
+        TableName=local.table_name,
+        FilterExpression="begins_with(PK, :prefix)",
+        ExpressionAttributeValues={":prefix": {"S": f"T#{tenant}#"}},
+    )
+    for page in pages:
+        items += page["Items"]
+    return items
+
+
+def random_base64(size: int) -> str:
+    return base64.b64encode(os.urandom(size * 3 // 4)).decode()[:size]
+
+
+async def test_put_response_then_get_returns_exact_record(store: DynamoStore, tenant: str) -> None:
+    record = make_record(tenant, "resp_a", conversation="conv_1")
+    record.conversation_id = "conv_1"
+    await store.put_response(record)
+
+    got = await store.get_response(tenant, "resp_a")
+
+    assert got is not None
+    assert got.response == record.response
+    assert got.input_items == record.input_items
+    assert got.chain == [] and got.conversation_id == "conv_1"
+    assert got.expires_at == CREATED + 30 * DAY
+
+
+async def test_get_response_other_tenant_returns_none(store: DynamoStore, tenant: str) -> None:
+    await store.put_response(make_record(tenant, "resp_secret"))
+
+    assert await store.get_response(f"{tenant}-other", "resp_secret") is None
+    assert await store.get_responses(f"{tenant}-other", ["resp_secret"]) == []
+    assert await store.delete_response(f"{tenant}-other", "resp_secret") is False
+    assert await store.get_response(tenant, "resp_secret") is not None
+
+
+async def test_get_response_hash_in_tenant_cannot_forge_other_key(
+    store: DynamoStore, tenant: str
+) -> None:
+    await store.put_response(make_record(f"{tenant}#R#x", "y"))
+
+    assert await store.get_response(tenant, "x#R#y") is None
+
+
+async def test_get_responses_order_and_missing_ids_returns_found_in_asked_order(
+    store: DynamoStore, tenant: str
+) -> None:
+    for rid in ("r1", "r2", "r3"):
+        await store.put_response(make_record(tenant, rid))
+
+    got = await store.get_responses(tenant, ["r3", "missing", "r1", "r2"])
+
+    assert [r.id for r in got] == ["r3", "r1", "r2"]
+    assert await store.get_responses(tenant, []) == []
+
+
+async def test_get_responses_depth_100_chain_two_round_trips(
+    store: DynamoStore, tenant: str
+) -> None:
+    ids = await build_chain(store, tenant, 100)
+    store.meter.reset()
+
+    previous = await store.get_response(tenant, ids[-1])
+    assert previous is not None
+    ancestors = await store.get_responses(tenant, previous.chain)
+
+    assert previous.chain == ids[:-1]
+    assert [r.id for r in ancestors] == ids[:-1]
+    assert all(r.chain == ids[:n] for n, r in enumerate(ancestors))
+    assert [r.input_items[0]["id"] for r in ancestors] == [f"in_{i}" for i in ids[:-1]]
+    total = store.meter.total()
+    assert total.round_trips == 2
+    assert total.read_units <= 110  # one unit per record, not one per ancestor of each record
+
+
+async def test_get_responses_partial_chain_reads_stored_chain(
+    store: DynamoStore, tenant: str
+) -> None:
+    ids = await build_chain(store, tenant, 12)
+
+    got = await store.get_responses(tenant, [ids[7], ids[9], ids[8]])
+
+    assert [r.id for r in got] == [ids[7], ids[9], ids[8]]
+    assert [r.chain for r in got] == [ids[:7], ids[:9], ids[:8]]
+
+
+async def test_put_response_deep_chain_meta_size_stays_constant(
+    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    await build_chain(store, tenant, 30)
+
+    metas = {i["PK"]["S"]: i for i in table_items(local_dynamo, tenant) if i["SK"]["S"] == "R"}
+    sizes = [len(str(metas[f"T#{tenant}#R#resp_{n:03d}"])) for n in (1, 30)]
+
+    assert sizes[1] - sizes[0] < 100
+
+
+async def test_get_response_expired_returns_none(
+    store: DynamoStore, tenant: str, clock: Any
+) -> None:
+    ids = await build_chain(store, tenant, 2)
+    clock.now = CREATED + 30 * DAY - 1
+    assert len(await store.get_responses(tenant, ids)) == 3
+
+    clock.now = CREATED + 30 * DAY
+
+    assert await store.get_response(tenant, ids[0]) is None
+    assert await store.get_responses(tenant, ids) == []
+    assert await store.delete_response(tenant, ids[0]) is False
+
+
+async def test_put_response_retention_days_sets_ttl(
+    local_dynamo: LocalDynamo, tenant: str, clock: Any
+) -> None:
+    store = DynamoStore(local_dynamo.client, local_dynamo.table_name, retention_days=1, clock=clock)
+    try:
+        await store.put_response(make_record(tenant, "r"))
+        got = await store.get_response(tenant, "r")
+        assert got is not None and got.expires_at == CREATED + DAY
+        clock.now = CREATED + DAY
+        assert await store.get_response(tenant, "r") is None
+    finally:
+        store.close()
+
+
+async def test_delete_response_then_get_returns_none(store: DynamoStore, tenant: str) -> None:
+    await store.put_response(make_record(tenant, "r"))
+
+    assert await store.delete_response(tenant, "r") is True
+
+    assert await store.get_response(tenant, "r") is None
+    assert await store.delete_response(tenant, "r") is False
+
+
+async def test_put_response_5mb_input_2mb_output_round_trips_intact(
+    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    image = f"data:image/png;base64,{random_base64(5_000_000)}"
+    record = make_record(tenant, "big", chain=["p1", "p2", "p3"])
+    record.input_items[0]["content"].append({"type": "input_image", "image_url": image})
+    record.response["output"][0]["content"][0]["text"] = random_base64(2_000_000)
+    await store.put_response(record)
+
+    got = await store.get_response(tenant, "big")
+    [again] = await store.get_responses(tenant, ["big"])
+
+    assert got is not None
+    assert got.input_items == record.input_items and got.response == record.response
+    assert got.chain == ["p1", "p2", "p3"] and again.chain == ["p1", "p2", "p3"]
+    assert again.input_items == record.input_items and again.response == record.response
+    chunks = [i for i in table_items(local_dynamo, tenant) if i["SK"]["S"].startswith("C#")]
+    assert len(chunks) >= 15
+    assert all(len(i["d"]["B"]) <= 350_000 for i in chunks)
+
+
+async def test_put_response_overwrite_large_removes_replaced_chunks(
+    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    first = make_record(tenant, "r", note=random_base64(1_000_000))
+    second = make_record(tenant, "r", note=random_base64(800_000), status="cancelled")
+    await store.put_response(first)
+
+    await store.put_response(second)
+
+    got = await store.get_response(tenant, "r")
+    assert got is not None and got.response == second.response
+    nonces = {
+        i["SK"]["S"].split("#")[1]
+        for i in table_items(local_dynamo, tenant)
+        if i["SK"]["S"].startswith("C#")
+    }
+    assert len(nonces) == 1
+
+
+class FailingPut:
+    """A client whose PutItem fails: chunks get written, the META commit never happens."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def put_item(self, **kwargs: Any) -> dict[str, Any]:
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "boom"}}, "PutItem")
+
+
+async def test_put_response_failed_before_meta_get_returns_previous_version(
+    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str, clock: Any
+) -> None:
+    previous = make_record(tenant, "r", note=random_base64(900_000))
+    await store.put_response(previous)
+    broken = DynamoStore(FailingPut(local_dynamo.client), local_dynamo.table_name, clock=clock)
+    try:
+        with pytest.raises(StoreError):
+            await broken.put_response(make_record(tenant, "r", note=random_base64(900_000)))
+        with pytest.raises(StoreError):
+            await broken.put_response(make_record(tenant, "new", note=random_base64(900_000)))
+    finally:
+        broken.close()
+
+    got = await store.get_response(tenant, "r")
+    assert got is not None and got.response == previous.response
+    assert await store.get_response(tenant, "new") is None
+    assert [r.response for r in await store.get_responses(tenant, ["new", "r"])] == [
+        previous.response
+    ]
+
+
+async def test_put_response_every_item_has_schema_version_and_ttl(
+    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    await build_chain(store, tenant, 3)
+    await store.put_response(make_record(tenant, "big", note=random_base64(500_000)))
+
+    items = table_items(local_dynamo, tenant)
+
+    assert {i["SK"]["S"][0] for i in items} == {"R", "L", "C"}
+    assert all(i["schema_version"] == {"N": str(RECORD_VERSION)} for i in items)
+    assert all(int(i["ttl"]["N"]) == CREATED + 30 * DAY for i in items)
+
+
+async def test_put_response_small_record_costs_one_write_round_trip(
+    store: DynamoStore, tenant: str
+) -> None:
+    await store.put_response(make_record(tenant, "r"))
+    await store.get_response(tenant, "r")
+
+    units = store.meter.snapshot()
+
+    assert (units["put_response"].round_trips, units["put_response"].write_units) == (1, 1)
+    assert (units["get_response"].round_trips, units["get_response"].read_units) == (1, 1)
+    store.meter.reset()
+    assert store.meter.snapshot() == {}
+
+
+class ThreadRecorder:
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.threads: set[int] = set()
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self._client, name)
+
+        def call(**kwargs: Any) -> Any:
+            self.threads.add(threading.get_ident())
+            return method(**kwargs)
+
+        return call
+
+
+async def test_store_calls_run_off_the_event_loop_thread(
+    local_dynamo: LocalDynamo, tenant: str, clock: Any
+) -> None:
+    recorder = ThreadRecorder(local_dynamo.client)
+    store = DynamoStore(recorder, local_dynamo.table_name, clock=clock)
+    try:
+        await asyncio.gather(*(store.put_response(make_record(tenant, f"r{n}")) for n in range(4)))
+        await store.get_responses(tenant, ["r0", "r1"])
+    finally:
+        store.close()
+
+    assert recorder.threads and threading.get_ident() not in recorder.threads
+
+
+async def test_store_unreachable_endpoint_raises_store_error_without_details(tenant: str) -> None:
+    client = make_client(endpoint_url="http://127.0.0.1:9", credentials=("AKIDSECRET", "s3cr3t"))
+    store = DynamoStore(client, "table")
+    try:
+        with pytest.raises(StoreError) as caught:
+            await store.get_response(tenant, "r")
+    finally:
+        store.close()
+
+    message = str(caught.value)
+    assert "get_response" in message and caught.value.status_code == 500
+    assert "127.0.0.1" not in message and "AKIDSECRET" not in message and "s3cr3t" not in message
+
+
+def test_from_env_without_table_raises_config_error() -> None:
+    with pytest.raises(ConfigError):
+        DynamoStore.from_env({})
+
+
+def test_from_env_bad_retention_raises_config_error() -> None:
+    with pytest.raises(ConfigError):
+        DynamoStore.from_env({"DYNAMODB_TABLE": "t", "RETENTION_DAYS": "zero"})
+
+
+async def test_from_env_with_endpoint_reads_and_writes(
+    local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    env = {
+        "DYNAMODB_TABLE": local_dynamo.table_name,
+        "DYNAMODB_ENDPOINT_URL": local_dynamo.endpoint_url,
+        "AWS_REGION": local_dynamo.region,
+        "RETENTION_DAYS": "7",
+    }
+    store = DynamoStore.from_env(env)
+    try:
+        assert store.retention_days == 7
+        await store.put_response(make_record(tenant, "r", created_at=int(time.time())))
+        assert await store.get_response(tenant, "r") is not None
+    finally:
+        store.close()
+
+
+async def test_open_store_without_table_starts_local_endpoint(tenant: str) -> None:
+    store, local = open_store({})
+    assert local is not None
+    try:
+        await store.put_response(make_record(tenant, "r", created_at=int(time.time())))
+        got = await store.get_response(tenant, "r")
+        assert got is not None and got.id == "r"
+    finally:
+        store.close()
+        local.stop()
+
+
+async def test_get_responses_over_16mb_retries_unprocessed_keys(
+    store: DynamoStore, tenant: str
+) -> None:
+    ids = [f"r{n:02d}" for n in range(50)]
+    await asyncio.gather(
+        *(store.put_response(make_record(tenant, i, note=random_base64(462_000))) for i in ids)
+    )
+    store.meter.reset()
+
+    got = await store.get_responses(tenant, ids)
+
+    assert [r.id for r in got] == ids
+    assert store.meter.snapshot()["get_responses"].round_trips >= 2
+
+
+async def test_get_response_newer_schema_version_raises_store_error(
+    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    await store.put_response(make_record(tenant, "r"))
+    local_dynamo.client.update_item(
+        TableName=local_dynamo.table_name,
+        Key={"PK": {"S": f"T#{tenant}#R#r"}, "SK": {"S": "R"}},
+        UpdateExpression="SET schema_version = :v",
+        ExpressionAttributeValues={":v": {"N": str(RECORD_VERSION + 1)}},
+    )
+
+    with pytest.raises(StoreError, match="schema version"):
+        await store.get_response(tenant, "r")
