@@ -48,6 +48,9 @@ class GatewayError(Exception):
         self.message = message
         self.code = code
         self.param = param
+        self.headers: dict[str, str] = {}
+        """Response headers the HTTP edge adds to this error (e.g. the upstream's
+        ``retry-after``, or ``x-should-retry: false`` once tools with side effects ran)."""
         if status_code is not None:
             self.status_code = status_code
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -133,12 +134,21 @@ class Harness:
         self.out = OutputWriter(self.state, self.sink)
 
     async def call(
-        self, upstream: Upstream, call: ModelCall = CALL, api_key: str | None = "sk-test"
+        self,
+        upstream: Upstream,
+        call: ModelCall = CALL,
+        api_key: str | None = "sk-test",
+        read_timeout: float | None = None,
     ) -> TurnResult:
         transport = httpx.MockTransport(upstream.handler)
         async with httpx.AsyncClient(transport=transport) as client:
-            adapter = ChatCompletionsAdapter(client, "http://upstream/v1/", api_key=api_key)
-            return await adapter.call_llm(call, self.out)
+            adapter = ChatCompletionsAdapter(
+                client, "http://upstream/v1/", api_key=api_key, timeout=read_timeout
+            )
+            try:
+                return await adapter.call_llm(call, self.out)
+            finally:
+                self.out.flush()  # state.output exact for items the adapter left open
 
     def trace(self) -> list[tuple[Any, ...]]:
         """The emitted events as compact tuples (no ids)."""
@@ -153,7 +163,8 @@ class Harness:
             elif isinstance(e, TextDelta):
                 out.append(("delta", e.output_index, e.part_type, e.delta))
             elif isinstance(e, PartFinished):
-                out.append(("part-", e.output_index, e.part["text"]))
+                text = e.part["refusal"] if e.part["type"] == "refusal" else e.part["text"]
+                out.append(("part-", e.output_index, text))
             elif isinstance(e, ArgumentsDelta):
                 out.append(("args", e.output_index, e.delta))
             elif isinstance(e, ArgumentsFinished):
@@ -442,6 +453,52 @@ async def test_call_llm_missing_index_with_new_id_starts_a_new_call() -> None:
         function_call("f", "{}", call_id="call_a"),
         function_call("g", '{"b": 2}', call_id="call_b"),
     ]
+
+
+def bare_call(name: str, args: str) -> dict[str, Any]:
+    """A ``delta.tool_calls`` entry with neither ``index`` nor ``id`` (nor ``type``)."""
+    return {"function": {"name": name, "arguments": args}}
+
+
+async def test_call_llm_parallel_calls_without_index_or_id_are_kept_apart() -> None:
+    h = Harness()
+    upstream = Upstream(
+        sse_body(
+            [
+                calls(bare_call("f", '{"a":1}')),
+                calls(bare_call("g", '{"b":2}')),
+                chunk(finish="tool_calls"),
+            ]
+        )
+    )
+    await h.call(upstream)
+    assert h.items() == [function_call("f", '{"a":1}'), function_call("g", '{"b":2}')]
+    assert h.trace() == [("responding",), *call_trace(0, '{"a":1}'), *call_trace(1, '{"b":2}')]
+
+
+async def test_call_llm_same_name_without_index_after_complete_arguments_is_a_new_call() -> None:
+    h = Harness()
+    upstream = Upstream(
+        sse_body([calls(bare_call("f", '{"a":1}')), calls(bare_call("f", '{"a":2}'))], done=False)
+    )
+    await h.call(upstream)
+    assert h.items() == [function_call("f", '{"a":1}'), function_call("f", '{"a":2}')]
+
+
+async def test_call_llm_name_repeated_on_every_fragment_continues_the_call() -> None:
+    h = Harness()
+    upstream = Upstream(
+        sse_body(
+            [
+                calls(bare_call("f", '{"a"')),
+                calls(bare_call("f", ": 1}")),
+                calls({"function": {"arguments": ""}}),
+                chunk(finish="tool_calls"),
+            ]
+        )
+    )
+    await h.call(upstream)
+    assert h.items() == [function_call("f", '{"a": 1}')]
 
 
 async def test_call_llm_parallel_calls_interleaved_emit_in_index_order() -> None:
@@ -776,7 +833,7 @@ async def test_call_llm_connect_error_raises_transport_error() -> None:
 
 
 async def test_call_llm_timeout_raises_transport_error() -> None:
-    with pytest.raises(UpstreamTransportError, match="ReadTimeout"):
+    with pytest.raises(UpstreamTransportError, match="timed out: ReadTimeout"):
         await Harness().call(Upstream(raises=httpx.ReadTimeout("slow")))
 
 
@@ -806,6 +863,201 @@ async def test_call_llm_cancelled_closes_the_upstream_stream() -> None:
         await task
     assert stream.closed
     assert h.items() == [message("Hi", status="in_progress")]
+
+
+# --- call_llm: refusals ----------------------------------------------------------------------
+
+
+def refusal_message(text: str, refusal: str) -> dict[str, Any]:
+    item = message(text)
+    item["content"].append({"type": "refusal", "refusal": refusal})
+    return item
+
+
+async def test_call_llm_refusal_delta_streams_into_a_refusal_part() -> None:
+    h = Harness()
+    upstream = Upstream(
+        sse_body(
+            [
+                chunk({"role": "assistant", "content": None, "refusal": "I can't"}),
+                chunk({"refusal": " help."}),
+                chunk(finish="stop"),
+            ]
+        )
+    )
+    await h.call(upstream)
+    assert h.items() == [refusal_message("", "I can't help.")]
+    assert h.trace() == [
+        ("responding",),
+        ("item+", 0, "message"),
+        ("part+", 0, "output_text"),
+        ("part-", 0, ""),
+        ("part+", 0, "refusal"),
+        ("delta", 0, "refusal", "I can't"),
+        ("delta", 0, "refusal", " help."),
+        ("part-", 0, "I can't help."),
+        ("item-", 0, "completed"),
+    ]
+
+
+async def test_call_llm_text_refusal_text_keeps_all_of_it_in_two_messages() -> None:
+    h = Harness()
+    upstream = Upstream(
+        sse_body(
+            [
+                chunk({"content": "Sure, "}),
+                chunk({"refusal": "no."}),
+                chunk({"content": "Anything else?"}),
+                chunk(finish="stop"),
+            ]
+        )
+    )
+    await h.call(upstream)
+    assert h.items() == [refusal_message("Sure, ", "no."), message("Anything else?")]
+
+
+# --- call_llm: answers that are no event stream --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{"content-type": "text/html; charset=utf-8"}, {"content-type": "application/json"}],
+    ids=["html", "json"],
+)
+async def test_call_llm_non_stream_content_type_raises_before_emitting(
+    headers: dict[str, str],
+) -> None:
+    h = Harness()
+    upstream = Upstream(b"<html><body>Please log in</body></html>", headers=headers)
+    with pytest.raises(UpstreamProtocolError, match="instead of an event stream: <html>"):
+        await h.call(upstream)
+    assert h.sink.events == []
+
+
+@pytest.mark.parametrize(
+    "headers", [SSE, {"content-type": "text/plain"}, {}], ids=["sse", "plain", "none"]
+)
+async def test_call_llm_body_without_data_events_raises_protocol_error(
+    headers: dict[str, str],
+) -> None:
+    h = Harness()
+    upstream = Upstream(b"<html>\n<p>Maintenance</p>\n</html>\n", headers=headers)
+    with pytest.raises(UpstreamProtocolError, match="no event stream"):
+        await h.call(upstream)
+    assert h.trace() == [("responding",)]
+    assert h.state.output == []
+
+
+async def test_call_llm_stream_of_only_done_is_an_empty_answer() -> None:
+    h = Harness()
+    assert await h.call(Upstream(sse_body([]))) == TurnResult(stop="stop", usage=None)
+    assert h.trace() == [("responding",)]
+
+
+# --- call_llm: error types, timeouts, lone surrogates ---------------------------------------
+
+
+async def test_call_llm_http_401_keeps_the_upstream_error_type() -> None:
+    body = {
+        "error": {
+            "message": "Incorrect API key provided.",
+            "type": "authentication_error",
+            "param": None,
+            "code": "invalid_api_key",
+        }
+    }
+    upstream = Upstream(json.dumps(body).encode(), status=401)
+    with pytest.raises(UpstreamStatusError) as info:
+        await Harness().call(upstream)
+    assert info.value.status_code == 401
+    assert info.value.to_error() == body["error"]
+
+
+async def test_call_llm_error_chunk_keeps_the_upstream_error_type() -> None:
+    error = {"message": "Too many tokens.", "type": "tokens", "code": 429}
+    upstream = Upstream(sse_body([chunk({"content": "a"}), {"error": error}]))
+    with pytest.raises(UpstreamStatusError) as info:
+        await Harness().call(upstream)
+    assert (info.value.status_code, info.value.error_type) == (429, "tokens")
+
+
+async def test_call_llm_timeout_is_sent_on_the_request() -> None:
+    upstream = Upstream(sse_body([chunk({"content": "x"}, "stop")]))
+    await Harness().call(upstream, read_timeout=30.0)
+    assert upstream.requests[0].extensions["timeout"] == {
+        "connect": 10.0,
+        "read": 30.0,
+        "write": 30.0,
+        "pool": 30.0,
+    }
+
+
+async def test_call_llm_without_timeout_keeps_the_client_timeouts() -> None:
+    upstream = Upstream(sse_body([chunk({"content": "x"}, "stop")]))
+    transport = httpx.MockTransport(upstream.handler)
+    async with httpx.AsyncClient(transport=transport, timeout=42.0) as client:
+        await ChatCompletionsAdapter(client, "http://u/v1").call_llm(CALL, Harness().out)
+    assert upstream.requests[0].extensions["timeout"] == dict.fromkeys(
+        ("connect", "read", "write", "pool"), 42.0
+    )
+
+
+class StallingStream(httpx.AsyncByteStream):
+    """Sends some bytes, then the read times out."""
+
+    def __init__(self, first: bytes) -> None:
+        self.first = first
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.first
+        raise httpx.ReadTimeout("no bytes for 30 s")
+
+
+async def test_call_llm_read_timeout_mid_stream_raises_timed_out_transport_error() -> None:
+    h = Harness()
+    upstream = Upstream(StallingStream(sse_body([chunk({"content": "Hel"})], done=False)))
+    with pytest.raises(UpstreamTransportError, match="^The upstream model timed out mid-stream"):
+        await h.call(upstream, read_timeout=30.0)
+    h.out.close_open("incomplete")
+    assert h.items() == [message("Hel", status="incomplete")]
+
+
+def encodable(events: Sequence[LoopEvent]) -> None:
+    """Every event's payload encodes as UTF-8 JSON (what the SSE sink does)."""
+    for event in events:
+        json.dumps(dataclasses.asdict(event), ensure_ascii=False).encode()
+
+
+async def test_call_llm_lone_surrogates_become_replacement_characters() -> None:
+    h = Harness()
+    upstream = Upstream(
+        sse_body(
+            [
+                chunk({"reasoning_content": "hm\ud83d"}),
+                chunk({"content": "a\ud83d b\udc00 \ud83d\ude00"}),
+                calls(tc(0, "call_\ud800", "f\udfff", '{"q": "\ud83d"}')),
+                chunk(finish="tool_calls"),
+            ]
+        )
+    )
+    await h.call(upstream)
+    assert h.items() == [
+        reasoning("hm\ufffd"),
+        message("a\ufffd b\ufffd \U0001f600"),
+        function_call("f\ufffd", '{"q": "\ufffd"}', call_id="call_\ufffd"),
+    ]
+    encodable(h.sink.events)
+    json.dumps(h.state.output, ensure_ascii=False).encode()
+
+
+async def test_call_llm_lone_surrogates_in_error_messages_are_replaced() -> None:
+    body = json.dumps({"error": {"message": "bad \ud800", "type": "invalid_request_error"}})
+    with pytest.raises(UpstreamStatusError) as status:
+        await Harness().call(Upstream(body.encode(), status=400))
+    upstream = Upstream(sse_body([{"error": {"message": "boom \udbff"}}]))
+    with pytest.raises(UpstreamProtocolError) as protocol:
+        await Harness().call(upstream)
+    assert (status.value.message, protocol.value.message) == ("bad \ufffd", "boom \ufffd")
 
 
 # --- to_chat_request ------------------------------------------------------------------------
@@ -1148,3 +1400,14 @@ def test_to_chat_request_text_format_maps_to_response_format(
     params = {"text": {"format": fmt}}
     payload = to_chat_request(ModelCall(model="m", input=[user("Hi")], params=params))
     assert payload.get("response_format") == expected
+
+
+def test_to_chat_request_include_is_never_sent() -> None:
+    params = {"include": ["reasoning.encrypted_content"], "temperature": 0.5}
+    assert to_chat_request(ModelCall(model="m", input=[user("Hi")], params=params)) == {
+        "model": "m",
+        "messages": [{"role": "user", "content": "Hi"}],
+        "temperature": 0.5,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }

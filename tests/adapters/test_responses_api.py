@@ -7,6 +7,7 @@ real LoopState + OutputWriter, and checks the exact items, loop events and upstr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 from collections.abc import AsyncIterator
@@ -270,6 +271,8 @@ class ScriptedStream(httpx.AsyncByteStream):
             yield chunk
         if self.then == "drop":
             raise httpx.ReadError("connection reset by peer")
+        if self.then == "stall":
+            raise httpx.ReadTimeout("no bytes for 30 s")
         if self.then == "hang":
             await asyncio.Event().wait()
 
@@ -325,7 +328,11 @@ class Harness:
     async def call(self, call: ModelCall = CALL) -> TurnResult:
         async with httpx.AsyncClient(transport=httpx.MockTransport(self._handle)) as client:
             adapter = ResponsesAdapter(client, BASE_URL, **self.adapter_kwargs)
-            return await adapter.call_llm(call, OutputWriter(self.state, self.sink))
+            out = OutputWriter(self.state, self.sink)
+            try:
+                return await adapter.call_llm(call, out)
+            finally:
+                out.flush()  # state.output exact for items the adapter left open
 
 
 def message_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
@@ -497,8 +504,161 @@ def test_to_responses_request_params_pass_by_name_and_state_is_never_sent() -> N
         "service_tier": "flex",
         "prompt_cache_key": "k1",
         "safety_identifier": "s1",
-        "include": ["reasoning.encrypted_content"],
+        "include": ["file_search_call.results", "reasoning.encrypted_content"],
     }
+
+
+def test_to_responses_request_client_include_is_merged_with_encrypted_reasoning() -> None:
+    include = ["file_search_call.results", "reasoning.encrypted_content", 7]
+    params = {"include": [*include, "file_search_call.results"], "reasoning": {"effort": "low"}}
+    call = ModelCall(model="gpt-up", input=[USER], params=params)
+
+    assert to_responses_request(call) == {
+        **STATELESS,
+        "reasoning": {"effort": "low"},
+        "include": ["file_search_call.results", "reasoning.encrypted_content"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("include", "sent"),
+    [
+        (["message.output_text.logprobs"], {"include": ["message.output_text.logprobs"]}),
+        ([], {}),
+        (None, {}),
+    ],
+)
+def test_to_responses_request_client_include_without_reasoning_is_sent_as_given(
+    include: list[str] | None, sent: dict[str, Any]
+) -> None:
+    call = ModelCall(model="gpt-up", input=[USER], params={"include": include})
+
+    assert to_responses_request(call) == {**STATELESS, **sent}
+
+
+def test_to_responses_request_sends_only_the_known_fields_of_items_parts_and_tools() -> None:
+    audio = {"type": "input_audio", "input_audio": {"data": "AAA", "format": "wav"}}
+    call = ModelCall(
+        model="gpt-up",
+        input=[
+            {
+                "type": "message",
+                "role": "user",
+                "id": "msg_client",
+                "status": "completed",
+                "foo": 1,
+                "content": [
+                    {"type": "input_text", "text": "Look:", "foo": 1},
+                    {
+                        "type": "input_image",
+                        "image_url": "https://x/cat.png",
+                        "file_id": None,
+                        "detail": "low",
+                        "x_meta": {"a": 1},
+                    },
+                    {
+                        "type": "input_file",
+                        "file_id": "file_1",
+                        "filename": "a.pdf",
+                        "prompt_cache_breakpoint": {"mode": "explicit"},
+                    },
+                    audio,
+                ],
+            },
+            {
+                "role": "assistant",
+                "phase": "final_answer",
+                "extra": True,
+                "content": [
+                    {
+                        "type": "output_text",
+                        "text": "Hi",
+                        "annotations": [],
+                        "logprobs": [],
+                        "x": 1,
+                    },
+                    {"type": "refusal", "refusal": "No.", "x": 1},
+                ],
+            },
+            {"role": "user", "content": "plain", "foo": 1},
+            {
+                "type": "function_call",
+                "id": "fc_1",
+                "call_id": "call_a",
+                "name": "lookup",
+                "arguments": "{}",
+                "status": "completed",
+                "namespace": "ns",
+                "foo": 1,
+            },
+            {
+                "type": "function_call_output",
+                "id": "fco_1",
+                "call_id": "call_a",
+                "output": [{"type": "input_text", "text": "42", "foo": 1}],
+                "foo": 1,
+            },
+        ],
+        tools=[
+            {
+                "type": "function",
+                "name": "lookup",
+                "description": "Look up.",
+                "parameters": {"type": "object"},
+                "strict": True,
+                "x_extra": 1,
+            },
+            {"name": "bare", "parameters": None, "x_extra": 2},
+            {"type": "web_search", "search_context_size": "low"},
+        ],
+    )
+
+    payload = to_responses_request(call)
+
+    assert payload["input"] == [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Look:"},
+                {
+                    "type": "input_image",
+                    "image_url": "https://x/cat.png",
+                    "file_id": None,
+                    "detail": "low",
+                },
+                {"type": "input_file", "file_id": "file_1", "filename": "a.pdf"},
+                audio,
+            ],
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "phase": "final_answer",
+            "content": [
+                {"type": "output_text", "text": "Hi", "annotations": [], "logprobs": []},
+                {"type": "refusal", "refusal": "No."},
+            ],
+        },
+        {"type": "message", "role": "user", "content": "plain"},
+        {"type": "function_call", "call_id": "call_a", "name": "lookup", "arguments": "{}"},
+        {
+            "type": "function_call_output",
+            "call_id": "call_a",
+            "output": [{"type": "input_text", "text": "42"}],
+        },
+    ]
+    assert payload["tools"] == [
+        {
+            "type": "function",
+            "name": "lookup",
+            "description": "Look up.",
+            "parameters": {"type": "object"},
+            "strict": True,
+        },
+        {"type": "function", "name": "bare", "parameters": None},
+        {"type": "web_search", "search_context_size": "low"},
+    ]
 
 
 # -- call_llm: output ---------------------------------------------------------------------------
@@ -747,6 +907,88 @@ async def test_call_llm_items_without_done_events_are_settled_from_completed_out
     assert up.events == [UpstreamResponding(), *message_events(0, "msg_1", ["Hi", " there"])]
 
 
+REASONING_FINAL = {
+    "id": "rs_up",
+    "type": "reasoning",
+    "summary": [{"type": "summary_text", "text": "Plan."}],
+    "encrypted_content": "gAAA",
+}
+CALL_FINAL = {
+    "id": "fc_up",
+    "type": "function_call",
+    "status": "completed",
+    "arguments": '{"q":1}',
+    "call_id": "call_up",
+    "name": "lookup",
+}
+
+
+def reasoning_events(index: int) -> list[LoopEvent]:
+    """The loop events of ``REASONING_FINAL`` opened and finished from its final form."""
+    return [
+        ItemStarted(index, {"id": "rs_up", "type": "reasoning", "summary": []}),
+        PartStarted(index, "rs_up", 0, {"type": "summary_text", "text": ""}),
+        TextDelta(index, "rs_up", 0, "summary_text", "Plan."),
+        PartFinished(index, "rs_up", 0, {"type": "summary_text", "text": "Plan."}),
+        ItemFinished(index, REASONING_FINAL),
+    ]
+
+
+def call_events(index: int, item_id: str) -> list[LoopEvent]:
+    """The loop events of ``CALL_FINAL`` opened and finished from its final form."""
+    final = {**CALL_FINAL, "id": item_id}
+    return [
+        ItemStarted(index, {**final, "status": "in_progress", "arguments": ""}),
+        ArgumentsDelta(index, item_id, '{"q":1}'),
+        ArgumentsFinished(index, final),
+        ItemFinished(index, final),
+    ]
+
+
+async def test_call_llm_items_only_in_completed_output_are_opened_and_finished() -> None:
+    script = Script().start()
+    script.output = [REASONING_FINAL, message_item("msg_up", "Hello"), CALL_FINAL]
+    up = Harness.sse(script.completed())
+
+    result = await up.call()
+
+    assert result == TurnResult(stop="stop", usage=USAGE)
+    assert up.state.output == [
+        REASONING_FINAL,
+        message_item("msg_1", "Hello"),
+        {**CALL_FINAL, "id": "fc_2"},
+    ]
+    assert up.events == [
+        UpstreamResponding(),
+        *reasoning_events(0),
+        *message_events(1, "msg_1", ["Hello"]),
+        *call_events(2, "fc_2"),
+    ]
+
+
+async def test_call_llm_unannounced_items_follow_the_announced_ones_in_output_order() -> None:
+    script = Script().start()
+    script.output.append(REASONING_FINAL)  # index 0: never announced
+    script.message(["Hi"], final_text="Hi there", done=False)  # index 1: added, never done
+    search = {"id": "ws_up", "type": "web_search_call", "status": "completed"}
+    script.output += [CALL_FINAL, search]  # indexes 2 and 3: never announced
+    up = Harness.sse(script.completed())
+
+    await up.call()
+
+    assert up.state.output == [
+        message_item("msg_1", "Hi there"),
+        REASONING_FINAL,
+        {**CALL_FINAL, "id": "fc_2"},
+    ]
+    assert up.events == [
+        UpstreamResponding(),
+        *message_events(0, "msg_1", ["Hi", " there"]),
+        *reasoning_events(1),
+        *call_events(2, "fc_2"),
+    ]
+
+
 async def test_call_llm_refusal_delta_streams_as_message_text() -> None:
     up = Harness.sse(Script().start().message(["I can't ", "help."], kind="refusal").completed())
 
@@ -937,6 +1179,32 @@ async def test_call_llm_timeout_raises_transport_error() -> None:
         await up.call()
 
 
+async def test_call_llm_timeout_is_sent_on_the_request() -> None:
+    up = Harness.sse(Script().start().message(["ok"]).completed(), timeout=30.0)
+
+    await up.call()
+
+    assert up.requests[0].extensions["timeout"] == {
+        "connect": 10.0,
+        "read": 30.0,
+        "write": 30.0,
+        "pool": 30.0,
+    }
+
+
+async def test_call_llm_read_timeout_mid_stream_raises_timed_out_transport_error() -> None:
+    stream = ScriptedStream([Script().start().body()], then="stall")
+    up = Harness(httpx.Response(200, stream=stream), timeout=30.0)
+
+    with pytest.raises(
+        UpstreamTransportError, match="^The upstream model timed out mid-stream: ReadTimeout$"
+    ):
+        await up.call()
+
+    assert up.events == [UpstreamResponding()]
+    assert stream.closed
+
+
 async def test_call_llm_dropped_connection_mid_stream_raises_transport_error() -> None:
     events = Script().start().message(["Hel", "lo"]).body().split(b"\n\n")
     stream = ScriptedStream([b"\n\n".join(events[:4]) + b"\n\n"], then="drop")
@@ -988,3 +1256,49 @@ async def test_call_llm_cancelled_task_closes_the_upstream_connection() -> None:
     with pytest.raises(asyncio.CancelledError):
         await task
     assert stream.closed
+
+
+# -- call_llm: lone surrogates ----------------------------------------------------------------
+
+
+async def test_call_llm_lone_surrogates_become_replacement_characters() -> None:
+    script = Script().start().reasoning([["hm\udbff"]], item_id="rs_up")
+    script.message(["a\ud83d b", " \ud83d\ude00"])
+    script.function_call("f\udc00", ['{"q": "\ud800"}'], call_id="call_up", item_id="fc_up")
+    up = Harness.sse(script.completed())
+
+    await up.call()
+
+    assert up.state.output == [
+        {
+            "id": "rs_up",
+            "type": "reasoning",
+            "summary": [{"type": "summary_text", "text": "hm\ufffd"}],
+        },
+        message_item("msg_1", "a\ufffd b \U0001f600"),
+        {
+            "id": "fc_2",
+            "type": "function_call",
+            "status": "completed",
+            "arguments": '{"q": "\ufffd"}',
+            "call_id": "call_up",
+            "name": "f\ufffd",
+        },
+    ]
+    for event in up.events:
+        json.dumps(dataclasses.asdict(event), ensure_ascii=False).encode()
+
+
+async def test_call_llm_lone_surrogates_in_error_messages_are_replaced() -> None:
+    body = {"error": {"message": "bad \ud800", "type": "invalid_request_error"}}
+    headers = {"content-type": "application/json"}
+    status = Harness(httpx.Response(400, headers=headers, content=json.dumps(body).encode()))
+    script = Script().start()
+    failed = Harness.sse(script.add("response.failed", response=script.failed("boom \udbff")))
+
+    with pytest.raises(UpstreamStatusError) as http_error:
+        await status.call()
+    with pytest.raises(UpstreamStatusError) as stream_error:
+        await failed.call()
+
+    assert (http_error.value.message, stream_error.value.message) == ("bad \ufffd", "boom \ufffd")

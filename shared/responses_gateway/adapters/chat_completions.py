@@ -16,15 +16,22 @@ Translation rules (the lossy ones on purpose):
 * An assistant message and the ``function_call`` items right after it form ONE assistant message
   with ``tool_calls``. Every ``function_call_output`` is placed after its call (reordered when the
   client sent it earlier); an output with no call is a 400, since chat cannot represent it.
-* ``prompt_cache_key``, ``safety_identifier`` and ``text.verbosity`` are not sent (most chat
-  servers reject unknown fields); an ``mcp`` ``tool_choice`` is dropped (upstream default).
+* ``prompt_cache_key``, ``safety_identifier``, ``include`` and ``text.verbosity`` are not sent
+  (most chat servers reject unknown fields); an ``mcp`` ``tool_choice`` is dropped (upstream
+  default).
 
-Streaming rules: text and reasoning stream as they arrive, one open item at a time. Tool calls are
-accumulated per ``index`` and flushed exactly once, in index order, at the first of
-``finish_reason``, ``[DONE]`` or end of stream; empty arguments become ``"{}"``. The stream is read
-to its end so a trailing usage chunk is captured. When the model stopped for ``length`` or
-``content_filter``, the last item (the open text item, or the tool calls) is left open for the
-driver to close as ``incomplete``.
+Streaming rules: text, refusal and reasoning stream as they arrive, one open item at a time
+(refusal text goes to a ``refusal`` part of the message; text after it opens a new message). Tool
+calls are accumulated per ``index`` and flushed exactly once, in index order, at the first of
+``finish_reason``, ``[DONE]`` or end of stream; empty arguments become ``"{}"``. A delta with no
+``index`` continues the latest call unless it starts another one (see
+:meth:`_ChatStream._starts_new_call`). The stream is read to its end so a trailing usage chunk is
+captured. When the model stopped for ``length`` or ``content_filter``, the last item (the open
+text item, or the tool calls) is left open for the driver to close as ``incomplete``.
+
+A 2xx answer that is not an event stream (a JSON or HTML body, or a body with no ``data:`` event at
+all) is an :class:`UpstreamProtocolError`. Upstream JSON strings are cleaned of lone UTF-16
+surrogates (U+FFFD instead), so nothing we emit fails to encode.
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ import httpx
 
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import aiter_sse
+from responses_gateway.adapters.wire import loads_json, passed_headers
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -52,6 +60,8 @@ __all__ = ["ChatCompletionsAdapter", "to_chat_request"]
 _ROLES = {"developer": "system"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
 _PASSED_PARAMS = ("temperature", "top_p", "user", "parallel_tool_calls", "service_tier")
+_NOT_A_STREAM = ("application/json", "text/html")
+"""Content types of 2xx answers that are surely no event stream."""
 
 
 # --- request: Responses items -> chat payload ------------------------------------------------
@@ -250,41 +260,62 @@ def to_chat_request(call: ModelCall) -> dict[str, Any]:
 # --- response: chat chunks -> output items ----------------------------------------------------
 
 
-def _error_fields(error: Any) -> tuple[str, str | None, str | None]:
-    """``(message, code, param)`` of an OpenAI-style error object (or a bare string)."""
-    if isinstance(error, str):
-        return error, None, None
-    if not isinstance(error, dict):
-        return "", None, None
-    message, code, param = error.get("message"), error.get("code"), error.get("param")
-    return (
-        message if isinstance(message, str) else "",
-        code if isinstance(code, str) else None,
-        param if isinstance(param, str) else None,
-    )
+@dataclass(frozen=True, slots=True)
+class _ErrorFields:
+    """The fields of an OpenAI-style error object (or a bare string)."""
+
+    message: str = ""
+    code: str | None = None
+    param: str | None = None
+    type: str | None = None
+
+    @classmethod
+    def of(cls, error: Any) -> _ErrorFields:
+        if isinstance(error, str):
+            return cls(error)
+        if not isinstance(error, dict):
+            return cls()
+        message = error.get("message")
+        code, param, kind = (error.get(k) for k in ("code", "param", "type"))
+        return cls(
+            message if isinstance(message, str) else "",
+            code if isinstance(code, str) else None,
+            param if isinstance(param, str) else None,
+            kind if isinstance(kind, str) and kind else None,
+        )
+
+    def status_error(self, status: int, raw: str, fallback: str) -> UpstreamStatusError:
+        """The error as an :class:`UpstreamStatusError`; ``fallback`` when it has no message."""
+        return UpstreamStatusError(
+            status,
+            self.message or fallback,
+            code=self.code,
+            param=self.param,
+            error_type=self.type,
+            body=raw,
+        )
 
 
 def _status_error(status: int, raw: str) -> UpstreamStatusError:
     try:
-        body: Any = json.loads(raw)
+        body: Any = loads_json(raw)
     except ValueError:
         body = raw.strip()[:500]
     if isinstance(body, dict):
         body = body.get("error") or body.get("message") or body.get("detail") or body
-    message, code, param = _error_fields(body)
-    message = message or f"The upstream model returned HTTP {status}."
-    return UpstreamStatusError(status, message, code=code, param=param, body=raw)
+    fallback = f"The upstream model returned HTTP {status}."
+    return _ErrorFields.of(body).status_error(status, raw, fallback)
 
 
 def _stream_error(error: Any, raw: str) -> UpstreamStatusError | UpstreamProtocolError:
-    message, code, param = _error_fields(error)
-    message = message or "The upstream model reported an error mid-stream."
+    fields = _ErrorFields.of(error)
+    fallback = "The upstream model reported an error mid-stream."
     if isinstance(error, dict):
         for key in ("status", "code"):
             status = error.get(key)
             if isinstance(status, int) and 400 <= status < 600:
-                return UpstreamStatusError(status, message, code=code, param=param, body=raw)
-    return UpstreamProtocolError(message, code=code)
+                return fields.status_error(status, raw, fallback)
+    return UpstreamProtocolError(fields.message or fallback, code=fields.code)
 
 
 def _int(value: Any) -> int:
@@ -310,6 +341,14 @@ def _stop_reason(finish_reason: str | None) -> StopReason:
     return "content_filter" if finish_reason == "content_filter" else "stop"
 
 
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
 @dataclass(slots=True)
 class _PendingCall:
     call_id: str | None = None
@@ -323,22 +362,27 @@ class _ChatStream:
     def __init__(self, out: OutputWriter) -> None:
         self._out = out
         self._message: MessageWriter | None = None
+        self._refused = False
+        """Whether ``_message`` has a refusal part (its text part is then closed)."""
         self._reasoning: ReasoningWriter | None = None
         self._calls: dict[int, _PendingCall] = {}
         self._last_index: int | None = None
         self._finish_reason: str | None = None
         self._flushed = False
         self._usage: dict[str, Any] | None = None
+        self.decoded = False
+        """Whether any ``data:`` payload arrived (a body with none is no event stream)."""
 
     def feed(self, data: str) -> bool:
         """Handle one event's data; return True at ``[DONE]`` (nothing more to read)."""
         if not data.strip():
             return False
+        self.decoded = True
         if data.strip() == "[DONE]":
             self.flush()
             return True
         try:
-            chunk = json.loads(data)
+            chunk = loads_json(data)
         except ValueError as exc:
             raise UpstreamProtocolError(
                 f"The upstream model sent invalid JSON in its stream: {data[:200]!r}"
@@ -367,31 +411,58 @@ class _ChatStream:
                 self._reasoning.text(delta[key])
                 break
         if isinstance(delta.get("content"), str) and delta["content"]:
-            self._close_reasoning()
-            if self._message is None:
-                self._message = self._out.message()
-            self._message.text(delta["content"])
+            if self._refused:
+                self._close_message()  # text after a refusal: a message has one text part
+            self._open_message().text(delta["content"])
+        if isinstance(delta.get("refusal"), str) and delta["refusal"]:
+            self._open_message().refusal(delta["refusal"])
+            self._refused = True
         for tool_call in delta.get("tool_calls") or []:
             if isinstance(tool_call, dict):
                 self._tool_call(tool_call)
+
+    def _open_message(self) -> MessageWriter:
+        self._close_reasoning()
+        if self._message is None:
+            self._message = self._out.message()
+        return self._message
 
     def _index(self, delta: dict[str, Any]) -> int:
         index = delta.get("index")
         if isinstance(index, int):
             return index
-        # No index: continue the latest call, unless this delta names a different call id.
         if self._last_index is None:
             return 0
-        call_id, last = delta.get("id"), self._calls[self._last_index]
-        if call_id and last.call_id and call_id != last.call_id:
+        if self._starts_new_call(delta, self._calls[self._last_index]):
             return max(self._calls) + 1
         return self._last_index
+
+    @staticmethod
+    def _starts_new_call(delta: dict[str, Any], last: _PendingCall) -> bool:
+        """Whether a delta without ``index`` starts a call after ``last`` instead of continuing it.
+
+        It does when it names another call id, or (with no id, or no id to compare) when it
+        carries a name while ``last`` already has a name and arguments: servers that send
+        parallel calls with neither index nor id start each call that way. A repeated name
+        continues ``last`` while its arguments are not yet complete JSON, for servers that
+        repeat the name on every fragment.
+        """
+        call_id = delta.get("id")
+        if isinstance(call_id, str) and call_id and last.call_id:
+            return call_id != last.call_id
+        function = delta.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        arguments = "".join(last.arguments)
+        if not (isinstance(name, str) and name and last.name and arguments.strip()):
+            return False
+        return name != last.name or _is_json(arguments)
 
     def _tool_call(self, delta: dict[str, Any]) -> None:
         index = self._last_index = self._index(delta)
         call_id = delta.get("id")
         call = self._calls.setdefault(index, _PendingCall())
-        function = delta.get("function") or {}
+        function = delta.get("function")
+        function = function if isinstance(function, dict) else {}
         if call.call_id is None and isinstance(call_id, str) and call_id:
             call.call_id = call_id
         name = function.get("name")
@@ -407,6 +478,7 @@ class _ChatStream:
         if self._message is not None:
             self._message.finish()
             self._message = None
+            self._refused = False
 
     def _close_reasoning(self) -> None:
         if self._reasoning is not None:
@@ -450,9 +522,13 @@ class ChatCompletionsAdapter:
         base_url: str,
         api_key: str | None = None,
         headers: dict[str, str] | None = None,
+        timeout: float | None = None,
     ) -> None:
+        """``timeout``: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
+        client's own timeouts."""
         self._client = client
         self._url = base_url.rstrip("/") + "/chat/completions"
+        self._timeout = None if timeout is None else httpx.Timeout(timeout, connect=10.0)
         self._headers = {"Accept": "text/event-stream", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -464,22 +540,29 @@ class ChatCompletionsAdapter:
             InvalidRequestError: the input cannot be represented in chat messages.
             UpstreamStatusError: the upstream answered with an HTTP error (before any output), or
                 reported one with an HTTP status mid-stream.
-            UpstreamTransportError: the upstream could not be reached or dropped the stream.
-            UpstreamProtocolError: the upstream's stream could not be parsed.
+            UpstreamTransportError: the upstream could not be reached, timed out or dropped the
+                stream.
+            UpstreamProtocolError: the upstream's answer was no event stream, or could not be
+                parsed.
         """
         payload = to_chat_request(call)
         stream = _ChatStream(out)
+        timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
         try:
             async with self._client.stream(
-                "POST", self._url, json=payload, headers=self._headers
+                "POST", self._url, json=payload, headers=self._headers, timeout=timeout
             ) as response:
                 if not 200 <= response.status_code < 300:
                     await response.aread()
-                    raise _status_error(response.status_code, response.text)
-                if response.headers.get("content-type", "").startswith("application/json"):
+                    error = _status_error(response.status_code, response.text)
+                    error.headers.update(passed_headers(response))
+                    raise error
+                content_type = response.headers.get("content-type", "")
+                if content_type.startswith(_NOT_A_STREAM):
                     await response.aread()
+                    kind = "JSON" if content_type.startswith("application/json") else "HTML"
                     raise UpstreamProtocolError(
-                        "The upstream model answered with JSON instead of an event stream: "
+                        f"The upstream model answered with {kind} instead of an event stream: "
                         + response.text[:200]
                     )
                 out.upstream_responding()
@@ -489,11 +572,26 @@ class ChatCompletionsAdapter:
                     async for event in events:
                         if stream.feed(event.data):
                             break
+        except httpx.TimeoutException as exc:
+            raise UpstreamTransportError(
+                f"The upstream model timed out: {type(exc).__name__}"
+            ) from exc
+        except UpstreamTransportError as exc:  # from the SSE reader: say so if it was a timeout
+            cause = exc.__cause__
+            if not isinstance(cause, httpx.TimeoutException):
+                raise
+            raise UpstreamTransportError(
+                f"The upstream model timed out mid-stream: {type(cause).__name__}"
+            ) from cause
         except httpx.TransportError as exc:
             raise UpstreamTransportError(
                 f"The upstream model could not be reached: {type(exc).__name__}"
             ) from exc
         except httpx.DecodingError as exc:
             raise UpstreamProtocolError("The upstream model's stream was undecodable.") from exc
+        if not stream.decoded:
+            raise UpstreamProtocolError(
+                "The upstream model answered with no event stream: its body held no data events."
+            )
         stream.flush()
         return stream.result()

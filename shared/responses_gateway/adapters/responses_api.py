@@ -10,13 +10,22 @@ writer's, so the stream the client sees is well formed whatever the upstream sen
 
 It must not touch ``state.output`` or the sink directly, and decides nothing about what the loop
 does next. Item types it cannot represent (``web_search_call``, ``image_generation_call``, ...)
-are skipped with all their events; refusal text is reported as ordinary message text, because a
-message here has a single ``output_text`` part.
+are skipped with all their events; refusal text is reported as ordinary message text.
+
+Request rules: each input item and function tool is rebuilt from its known fields only (clients
+may attach extras, which OpenAI rejects with a 400); see :data:`_ITEM_FIELDS`,
+:data:`_PART_FIELDS` and :data:`_TOOL_FIELDS`. Item types not listed there pass unchanged but
+for ``status``; part and tool types not listed pass unchanged. The client's ``include``
+(``params["include"]``) is forwarded, merged with ``reasoning.encrypted_content`` when reasoning
+is requested.
+
+Response rules: upstream JSON strings are cleaned of lone UTF-16 surrogates (U+FFFD instead), so
+nothing we emit fails to encode. Items found only in ``response.completed``'s ``output`` are
+opened and finished there, in output order, their text or arguments as one delta.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +34,7 @@ import httpx
 
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import ServerSentEvent, aiter_sse
+from responses_gateway.adapters.wire import loads_json, passed_headers
 from responses_gateway.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -56,11 +66,58 @@ PASSED_PARAMS = (
 )
 """``ModelCall.params`` keys sent upstream, under the same (Responses) names."""
 
-_ID_LESS_TYPES = frozenset({"message", "function_call", "function_call_output"})
-"""Input types whose ``id`` is ours (or a stored upstream id): a stateless upstream cannot
-resolve it, so it is dropped. They are self-contained without it."""
-
 _SERVER_SIDE_CODES = frozenset({"server_error", "vector_store_timeout"})
+
+_ITEM_FIELDS: dict[str, tuple[str, ...]] = {
+    "message": ("type", "role", "content", "phase"),
+    "function_call": ("type", "call_id", "name", "arguments"),
+    "function_call_output": ("type", "call_id", "output"),
+}
+"""The fields sent of each input item type. Their ``id`` is ours (or a stored upstream id), which
+a stateless upstream cannot resolve, so it is dropped; so is ``status``. ``phase`` labels assistant
+messages for newer models, and OpenAI asks clients to keep it."""
+
+_PART_FIELDS: dict[str, tuple[str, ...]] = {
+    "input_text": ("type", "text"),
+    "input_image": ("type", "image_url", "file_id", "detail"),
+    "input_file": ("type", "file_id", "file_data", "file_url", "filename"),
+    "output_text": ("type", "text", "annotations", "logprobs"),
+    "refusal": ("type", "refusal"),
+}
+"""The fields sent of each content part type. ``output_text`` keeps ``annotations`` (required by
+OpenAI) and ``logprobs`` (accepted on input, and what replayed output carries)."""
+
+_TOOL_FIELDS = ("type", "name", "description", "parameters", "strict")
+"""The fields sent of a ``function`` tool; other tool types pass unchanged."""
+
+_ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+def _pick(source: dict[str, Any], fields: tuple[str, ...]) -> dict[str, Any]:
+    return {key: source[key] for key in fields if key in source}
+
+
+def _part(part: Any) -> Any:
+    fields = _PART_FIELDS.get(str(part.get("type"))) if isinstance(part, dict) else None
+    return part if fields is None else _pick(part, fields)
+
+
+def _parts(content: Any) -> Any:
+    return [_part(p) for p in content] if isinstance(content, list) else content
+
+
+def _tool(tool: dict[str, Any]) -> dict[str, Any]:
+    if tool.get("type", "function") != "function":
+        return tool
+    return {**_pick(tool, _TOOL_FIELDS), "type": "function"}
+
+
+def _include(params: dict[str, Any], reasoning: bool) -> list[str]:
+    requested = params.get("include")
+    names = [n for n in requested if isinstance(n, str)] if isinstance(requested, list) else []
+    if reasoning:
+        names.append(_ENCRYPTED_REASONING)
+    return list(dict.fromkeys(names))
 
 
 def _input_item(item: dict[str, Any]) -> dict[str, Any] | None:
@@ -83,10 +140,13 @@ def _input_item(item: dict[str, Any]) -> dict[str, Any] | None:
         ]
         replay["encrypted_content"] = item["encrypted_content"]
         return replay
-    sent = {key: value for key, value in item.items() if key != "status"}
-    if kind in _ID_LESS_TYPES:
-        sent.pop("id", None)
-        sent["type"] = kind
+    fields = _ITEM_FIELDS.get(kind or "")
+    if fields is None:
+        return {key: value for key, value in item.items() if key != "status"}
+    sent = {**_pick(item, fields), "type": kind}
+    for key in ("content", "output"):
+        if key in sent:
+            sent[key] = _parts(sent[key])
     return sent
 
 
@@ -100,14 +160,15 @@ def to_responses_request(call: ModelCall) -> dict[str, Any]:
     if call.instructions is not None:
         payload["instructions"] = call.instructions
     if call.tools:
-        payload["tools"] = list(call.tools)
+        payload["tools"] = [_tool(tool) for tool in call.tools]
     if call.tool_choice is not None:
         payload["tool_choice"] = call.tool_choice
     for key in PASSED_PARAMS:
         if call.params.get(key) is not None:
             payload[key] = call.params[key]
-    if "reasoning" in payload:
-        payload["include"] = ["reasoning.encrypted_content"]
+    include = _include(call.params, "reasoning" in payload)
+    if include:
+        payload["include"] = include
     payload["stream"] = True
     payload["store"] = False
     return payload
@@ -124,7 +185,7 @@ def _dict(value: Any) -> dict[str, Any]:
 def _status_error(status: int, raw: str) -> UpstreamStatusError:
     """An HTTP error answer as an error, with the upstream's OpenAI error fields if it has any."""
     try:
-        body = json.loads(raw)
+        body = loads_json(raw)
     except ValueError:
         body = None
     error = body.get("error") if isinstance(body, dict) else None
@@ -211,7 +272,7 @@ class _StreamReader:
             if event.data.strip() in ("", "[DONE]"):
                 continue
             try:
-                data = json.loads(event.data)
+                data = loads_json(event.data)
             except ValueError as exc:
                 raise UpstreamProtocolError(
                     f"upstream sent an event that is not JSON: {event.data[:200]!r}"
@@ -349,11 +410,18 @@ class _StreamReader:
         response = _dict(data.get("response"))
         output = response.get("output")
         output = output if isinstance(output, list) else []
-        # Items the upstream never sent ``output_item.done`` for are settled from the final output.
+        # Items the upstream never sent ``output_item.done`` for are settled from the final output;
+        # items it never announced at all are opened and finished from it, after them, in order.
         for index, slot in sorted(self._slots.items()):
             final = _dict(output[index]) if index < len(output) else {}
             if final and final.get("type") == slot.writer.item["type"]:
                 self._finish(slot, final)
+        for index, entry in enumerate(output):
+            final = _dict(entry)
+            if final and index not in self._slots and index not in self._skipped:
+                unannounced = self._open(index, final)
+                if unannounced is not None:
+                    self._finish(unannounced, final)
         return TurnResult(stop="stop", usage=normalize_usage(response.get("usage")))
 
     def _on_incomplete(self, data: dict[str, Any], raw: str) -> TurnResult:
@@ -387,9 +455,13 @@ class ResponsesAdapter:
         base_url: str,
         api_key: str | None = None,
         headers: dict[str, str] | None = None,
+        timeout: float | None = None,
     ) -> None:
+        """``timeout``: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
+        client's own timeouts."""
         self._client = client
         self._url = base_url.rstrip("/") + "/responses"
+        self._timeout = None if timeout is None else httpx.Timeout(timeout, connect=10.0)
         self._headers = {"Accept": "text/event-stream", **(headers or {})}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
@@ -404,19 +476,29 @@ class ResponsesAdapter:
             UpstreamProtocolError: an unparsable event or a stream with no terminal event.
         """
         payload = to_responses_request(call)
+        timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
         try:
             async with self._client.stream(
-                "POST", self._url, json=payload, headers=self._headers
+                "POST", self._url, json=payload, headers=self._headers, timeout=timeout
             ) as response:
                 if not response.is_success:
                     raw = (await response.aread()).decode("utf-8", errors="replace")
-                    raise _status_error(response.status_code, raw)
+                    error = _status_error(response.status_code, raw)
+                    error.headers.update(passed_headers(response))
+                    raise error
                 out.upstream_responding()
                 return await _StreamReader(out).read(aiter_sse(response))
         except httpx.TimeoutException as exc:
             raise UpstreamTransportError(
                 f"The upstream model timed out: {type(exc).__name__}"
             ) from exc
+        except UpstreamTransportError as exc:  # from the SSE reader: say so if it was a timeout
+            cause = exc.__cause__
+            if not isinstance(cause, httpx.TimeoutException):
+                raise
+            raise UpstreamTransportError(
+                f"The upstream model timed out mid-stream: {type(cause).__name__}"
+            ) from cause
         except httpx.TransportError as exc:
             raise UpstreamTransportError(
                 f"The upstream model could not be reached: {type(exc).__name__}"

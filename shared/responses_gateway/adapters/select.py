@@ -133,6 +133,8 @@ class RedactingAdapter:
         except UpstreamError as error:
             error.message = self._scrub(error.message)
             error.args = (error.message,)
+            error.param = self._scrub(error.param) if error.param else error.param
+            error.code = self._scrub(error.code) if error.code else error.code
             if isinstance(error, UpstreamStatusError):
                 error.body = self._scrub(error.body)
             raise
@@ -148,10 +150,11 @@ def make_adapter(
 
 def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeLatch) -> Adapter:
     args = (client, provider.base_url, provider.api_key, dict(provider.headers))
+    timeout = provider.timeout
     if provider.api == "chat":
-        return ChatCompletionsAdapter(*args)
+        return ChatCompletionsAdapter(*args, timeout=timeout)
     if provider.api == "responses":
-        return ResponsesAdapter(*args)
+        return ResponsesAdapter(*args, timeout=timeout)
     if provider.api == "harmony":
         raise InvalidRequestError(
             f"Provider '{provider.name}' uses the harmony wire format, which this gateway "
@@ -160,7 +163,10 @@ def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeL
             code="unsupported_api",
         )
     if auto_wire(provider.base_url) == "responses":
-        return ResponsesAdapter(*args)
+        return ResponsesAdapter(*args, timeout=timeout)
     return AutoAdapter(
-        ChatCompletionsAdapter(*args), ResponsesAdapter(*args), provider.base_url, latch
+        ChatCompletionsAdapter(*args, timeout=timeout),
+        ResponsesAdapter(*args, timeout=timeout),
+        provider.base_url,
+        latch,
     )

@@ -47,14 +47,35 @@ class _ItemWriter:
         self._writer = writer
         self.output_index = index
         self.closed = False
+        self._item = writer.state.output[index]
+        self._item_id = str(self._item["id"])
+        self._pending: dict[tuple[int, str], tuple[dict[str, Any], list[str]]] = {}
+        """Text appended since the last flush, per (part, key): appending to a list and joining
+        once keeps long streams linear (``str +=`` on a dict value copies every time)."""
 
     @property
     def item(self) -> dict[str, Any]:
-        return self._writer.state.output[self.output_index]
+        """The item as it is now (pending text flushed into it)."""
+        self._flush()
+        return self._item
 
     @property
     def item_id(self) -> str:
-        return str(self.item["id"])
+        return self._item_id
+
+    def _add(self, container: dict[str, Any], key: str, delta: str) -> None:
+        slot = (id(container), key)
+        pending = self._pending.get(slot)
+        if pending is None:
+            self._pending[slot] = (container, [container[key], delta])
+        else:
+            pending[1].append(delta)
+
+    def _flush(self) -> None:
+        for container, pieces in self._pending.values():
+            key = next(k for k in ("text", "refusal", "arguments") if k in container)
+            container[key] = "".join(pieces)
+        self._pending.clear()
 
     def finish(self, status: str = "completed") -> None:
         raise NotImplementedError
@@ -63,6 +84,7 @@ class _ItemWriter:
         self.closed = True
         self._writer._closed(self)
         self._writer.sink.emit(ItemFinished(self.output_index, snapshot(self.item)))
+        self._pending.clear()
 
 
 class MessageWriter(_ItemWriter):
@@ -85,7 +107,7 @@ class MessageWriter(_ItemWriter):
             return
         if self._kind() != "refusal":
             self._close_part()
-            content = self.item["content"]
+            content = self._item["content"]
             content.append({"type": "refusal", "refusal": ""})
             self._part = len(content) - 1
             self._part_open = True
@@ -95,15 +117,13 @@ class MessageWriter(_ItemWriter):
         self._append(delta)
 
     def _kind(self) -> str:
-        return str(self.item["content"][self._part]["type"])
+        return str(self._item["content"][self._part]["type"])
 
     def _append(self, delta: str) -> None:
-        part = self.item["content"][self._part]
-        key = "refusal" if part["type"] == "refusal" else "text"
-        part[key] += delta
-        self._writer.sink.emit(
-            TextDelta(self.output_index, self.item_id, self._part, part["type"], delta)
-        )
+        part = self._item["content"][self._part]
+        kind = part["type"]
+        self._add(part, "refusal" if kind == "refusal" else "text", delta)
+        self._writer.sink.emit(TextDelta(self.output_index, self._item_id, self._part, kind, delta))
 
     def _close_part(self) -> None:
         if self._part_open:
@@ -132,7 +152,7 @@ class ReasoningWriter(_ItemWriter):
         """Append raw reasoning text (text after a summary opens a new content part)."""
         if not delta or self.closed:
             return
-        item = self.item
+        item = self._item
         if not self._text_open:
             self._close_summary()
             content = item.setdefault("content", [])
@@ -142,16 +162,16 @@ class ReasoningWriter(_ItemWriter):
             self._writer.sink.emit(
                 PartStarted(self.output_index, self.item_id, self._text_index, dict(content[-1]))
             )
-        item["content"][self._text_index]["text"] += delta
+        self._add(item["content"][self._text_index], "text", delta)
         self._writer.sink.emit(
-            TextDelta(self.output_index, self.item_id, self._text_index, "reasoning_text", delta)
+            TextDelta(self.output_index, self._item_id, self._text_index, "reasoning_text", delta)
         )
 
     def summary(self, delta: str, index: int = 0) -> None:
         """Append text to summary part ``index`` (a new index closes the previous part)."""
         if not delta or self.closed:
             return
-        item = self.item
+        item = self._item
         if self._summary_open != index:
             self._close_summary()
             self._close_text()
@@ -161,9 +181,9 @@ class ReasoningWriter(_ItemWriter):
             self._writer.sink.emit(
                 PartStarted(self.output_index, self.item_id, index, dict(item["summary"][index]))
             )
-        item["summary"][index]["text"] += delta
+        self._add(item["summary"][index], "text", delta)
         self._writer.sink.emit(
-            TextDelta(self.output_index, self.item_id, index, "summary_text", delta)
+            TextDelta(self.output_index, self._item_id, index, "summary_text", delta)
         )
 
     def set_encrypted_content(self, value: str) -> None:
@@ -203,8 +223,8 @@ class FunctionCallWriter(_ItemWriter):
     def arguments(self, delta: str) -> None:
         if not delta or self.closed:
             return
-        self.item["arguments"] += delta
-        self._writer.sink.emit(ArgumentsDelta(self.output_index, self.item_id, delta))
+        self._add(self._item, "arguments", delta)
+        self._writer.sink.emit(ArgumentsDelta(self.output_index, self._item_id, delta))
 
     def set_name(self, name: str) -> None:
         """Name the call, for upstreams that send the name only when the call ends."""
@@ -238,6 +258,14 @@ class OutputWriter:
         self.sink.emit(ItemStarted(index, snapshot(item)))
         return index
 
+    def _call_ids(self) -> set[str]:
+        return {
+            str(item["call_id"])
+            for items in (self.state.upstream_input, self.state.output)
+            for item in items
+            if item.get("type") == "function_call" and item.get("call_id")
+        }
+
     def _closed(self, writer: _ItemWriter) -> None:
         if writer in self._open:
             self._open.remove(writer)
@@ -270,14 +298,20 @@ class OutputWriter:
     def function_call(
         self, *, name: str, call_id: str | None = None, item_id: str | None = None
     ) -> FunctionCallWriter:
-        """Open a ``function_call`` item with empty arguments."""
+        """Open a ``function_call`` item with empty arguments.
+
+        ``call_id`` is the upstream's; one already used in this transcript (some servers number
+        calls per response) is replaced by a fresh id, so every call stays pairable.
+        """
+        if not call_id or call_id in self._call_ids():
+            call_id = new_id("call")
         index = self._append(
             {
                 "id": item_id or new_id("fc"),
                 "type": "function_call",
                 "status": "in_progress",
                 "arguments": "",
-                "call_id": call_id or new_id("call"),
+                "call_id": call_id,
                 "name": name,
             }
         )
@@ -293,6 +327,15 @@ class OutputWriter:
         writer.arguments(arguments)
         writer.finish()
         return writer.output_index
+
+    def flush(self) -> None:
+        """Write pending streamed text into the open items, so ``state.output`` is exact.
+
+        Text appended while an item is open is joined lazily (linear in the stream's length);
+        finishing or closing an item flushes it, so only readers of an open item need this.
+        """
+        for writer in self._open:
+            writer._flush()
 
     def close_open(self, status: str = "incomplete") -> None:
         """Close every item still open, with ``status``, in output-index order."""

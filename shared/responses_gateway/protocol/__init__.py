@@ -14,42 +14,9 @@ here does I/O, looks up stored state or decides what the loop does.
 
 from __future__ import annotations
 
-from responses_gateway.protocol.events import (
-    EVENT_TYPES,
-    ContentPartAddedEvent,
-    ContentPartDoneEvent,
-    ErrorEvent,
-    FunctionCallArgumentsDeltaEvent,
-    FunctionCallArgumentsDoneEvent,
-    McpCallArgumentsDeltaEvent,
-    McpCallArgumentsDoneEvent,
-    McpCallCompletedEvent,
-    McpCallFailedEvent,
-    McpCallInProgressEvent,
-    McpListToolsCompletedEvent,
-    McpListToolsFailedEvent,
-    McpListToolsInProgressEvent,
-    OutputItemAddedEvent,
-    OutputItemDoneEvent,
-    OutputTextDeltaEvent,
-    OutputTextDoneEvent,
-    ReasoningSummaryPartAddedEvent,
-    ReasoningSummaryPartDoneEvent,
-    ReasoningSummaryTextDeltaEvent,
-    ReasoningSummaryTextDoneEvent,
-    ReasoningTextDeltaEvent,
-    ReasoningTextDoneEvent,
-    RefusalDeltaEvent,
-    RefusalDoneEvent,
-    ResponseCompletedEvent,
-    ResponseCreatedEvent,
-    ResponseFailedEvent,
-    ResponseIncompleteEvent,
-    ResponseInProgressEvent,
-    ResponseQueuedEvent,
-    StreamEvent,
-    validate_event,
-)
+import importlib
+from typing import Any
+
 from responses_gateway.protocol.items import (
     INPUT_ITEM_TYPES,
     MODELLED_INPUT_ITEM_TYPES,
@@ -117,23 +84,6 @@ from responses_gateway.protocol.request import (
     public_server_url,
     request_input,
     to_invalid_request,
-)
-from responses_gateway.protocol.response import (
-    EchoedFunctionTool,
-    EchoedMcpTool,
-    EchoedOpaqueTool,
-    EchoedTool,
-    ErrorEnvelope,
-    ErrorObject,
-    IncompleteDetails,
-    InputTokensDetails,
-    OutputTokensDetails,
-    Response,
-    ResponseError,
-    ResponseStatus,
-    Usage,
-    validate_error_envelope,
-    validate_response,
 )
 
 __all__ = [
@@ -251,3 +201,64 @@ __all__ = [
     "validate_event",
     "validate_response",
 ]
+
+_LAZY: dict[str, str] = {
+    "EVENT_TYPES": "events",
+    "ContentPartAddedEvent": "events",
+    "ContentPartDoneEvent": "events",
+    "ErrorEvent": "events",
+    "FunctionCallArgumentsDeltaEvent": "events",
+    "FunctionCallArgumentsDoneEvent": "events",
+    "McpCallArgumentsDeltaEvent": "events",
+    "McpCallArgumentsDoneEvent": "events",
+    "McpCallCompletedEvent": "events",
+    "McpCallFailedEvent": "events",
+    "McpCallInProgressEvent": "events",
+    "McpListToolsCompletedEvent": "events",
+    "McpListToolsFailedEvent": "events",
+    "McpListToolsInProgressEvent": "events",
+    "OutputItemAddedEvent": "events",
+    "OutputItemDoneEvent": "events",
+    "OutputTextDeltaEvent": "events",
+    "OutputTextDoneEvent": "events",
+    "ReasoningSummaryPartAddedEvent": "events",
+    "ReasoningSummaryPartDoneEvent": "events",
+    "ReasoningSummaryTextDeltaEvent": "events",
+    "ReasoningSummaryTextDoneEvent": "events",
+    "ReasoningTextDeltaEvent": "events",
+    "ReasoningTextDoneEvent": "events",
+    "RefusalDeltaEvent": "events",
+    "RefusalDoneEvent": "events",
+    "ResponseCompletedEvent": "events",
+    "ResponseCreatedEvent": "events",
+    "ResponseFailedEvent": "events",
+    "ResponseIncompleteEvent": "events",
+    "ResponseInProgressEvent": "events",
+    "ResponseQueuedEvent": "events",
+    "StreamEvent": "events",
+    "validate_event": "events",
+    "EchoedFunctionTool": "response",
+    "EchoedMcpTool": "response",
+    "EchoedOpaqueTool": "response",
+    "EchoedTool": "response",
+    "ErrorEnvelope": "response",
+    "ErrorObject": "response",
+    "IncompleteDetails": "response",
+    "InputTokensDetails": "response",
+    "OutputTokensDetails": "response",
+    "Response": "response",
+    "ResponseError": "response",
+    "ResponseStatus": "response",
+    "Usage": "response",
+    "validate_error_envelope": "response",
+    "validate_response": "response",
+}
+"""Names of the test-oracle modules (events, response), imported on first use: they are not
+needed to serve a request, and importing them costs cold-start time."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

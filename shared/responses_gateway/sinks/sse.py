@@ -15,7 +15,7 @@ nor the OpenAPI spec has a ``response.cancelled``), so it ends with ``response.f
 from __future__ import annotations
 
 import json
-import random
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -57,7 +57,6 @@ _DONE_EVENTS: dict[str, str] = {
 }
 
 _PAD_BLOCK = 16
-_rng = random.Random()
 
 
 def encode_frame(event_type: str, data: dict[str, Any]) -> bytes:
@@ -71,8 +70,8 @@ def _padding(delta: str) -> str:
     The padded length depends on the delta's length only through its block, plus random noise,
     so the frame size no longer tells an observer how many characters the delta carried.
     """
-    size = _PAD_BLOCK - len(delta) % _PAD_BLOCK + _rng.randrange(_PAD_BLOCK)
-    return f"{_rng.getrandbits(4 * size):0{size}x}"
+    size = _PAD_BLOCK - len(delta) % _PAD_BLOCK + secrets.randbelow(_PAD_BLOCK)
+    return secrets.token_hex((size + 1) // 2)[:size]
 
 
 class SSESink:
