@@ -59,12 +59,33 @@ def _serve(host: str, port: int) -> int:
     else:
         names = ", ".join(f"{p.name} ({p.api})" for p in config.providers)
         print(f"responses-gateway: providers: {names}", flush=True)
+    from responses_gateway.store import open_store
+
+    store, local = open_store()
+    if local is not None:
+        print(
+            "responses-gateway: no DYNAMODB_TABLE configured; keeping state in an embedded "
+            f"DynamoDB-compatible endpoint (moto) at {local.endpoint_url}, lost on exit.",
+            flush=True,
+        )
     print(f"responses-gateway: listening on http://{host}:{port}/v1", flush=True)
     try:
-        uvicorn.run(create_app(config), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(config, store), host=host, port=port, log_level="warning")
     finally:
+        store.close()
+        if local is not None:
+            local.stop()
         if demo is not None:
             demo.stop()
+    return 0
+
+
+def _create_table(name: str, endpoint_url: str | None, region: str | None) -> int:
+    from responses_gateway.store.table import create_table, make_client
+
+    client = make_client(endpoint_url=endpoint_url, region=region or "us-east-1")
+    created = create_table(client, name)
+    print(f"responses-gateway: table {name} {'created' if created else 'already exists'}")
     return 0
 
 
@@ -83,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the gateway API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    table = commands.add_parser("create-table", help="create the DynamoDB table")
+    table.add_argument("--table", required=True)
+    table.add_argument("--endpoint-url", default=None)
+    table.add_argument("--region", default=None)
     fake = commands.add_parser("fake-upstream", help="run the scripted fake upstream model")
     fake.add_argument("--host", default="127.0.0.1")
     fake.add_argument("--port", type=int, default=8001)
@@ -90,6 +115,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
         return _serve(args.host, args.port)
+    if args.command == "create-table":
+        return _create_table(args.table, args.endpoint_url, args.region)
     return _fake_upstream(args.host, args.port)
 
 

@@ -1,30 +1,40 @@
-"""Turning a create request into a ready-to-run loop.
+"""Turning a create request into a ready-to-run loop, with its stored context.
 
 Owns the steps between a parsed JSON body and the agent loop: validation (through
 :mod:`responses_gateway.protocol`), the checks for what this gateway version serves, model routing,
-adapter selection and the initial :class:`~responses_gateway.loop.state.LoopState`. It knows
-nothing about HTTP or SSE framing (that is :mod:`responses_gateway.app`) and runs nothing itself:
-callers run the returned :class:`PreparedRun` through :func:`responses_gateway.loop.run_loop`.
+adapter selection, the context a request continues (a ``previous_response_id`` chain or a
+conversation, read from the store) and how the finished response is persisted (the loop's
+``persist`` hook). It knows nothing about HTTP or SSE framing (that is
+:mod:`responses_gateway.app`) and runs nothing itself: callers run the returned
+:class:`PreparedRun` through :func:`responses_gateway.loop.run_loop`.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_adapter
 from responses_gateway.config import GatewayConfig
-from responses_gateway.errors import InvalidRequestError
+from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.driver import LoopContext
-from responses_gateway.loop.prepared import prepare_input
+from responses_gateway.loop.prepared import CONTROL_ITEM_TYPES, prepare_input, to_model_items
 from responses_gateway.loop.state import LoopState
-from responses_gateway.protocol import echo_fields, parse_create_request
+from responses_gateway.protocol.request import (
+    CreateResponseRequest,
+    echo_fields,
+    parse_create_request,
+    request_input,
+)
+from responses_gateway.store.base import Store, StoredResponse
 
-__all__ = ["Gateway", "PreparedRun"]
+__all__ = ["Context", "Gateway", "PreparedRun", "previous_not_found"]
+
+_APPENDED_STATUSES = frozenset({"completed", "incomplete"})
 
 
 @dataclass(slots=True)
@@ -37,28 +47,53 @@ class PreparedRun:
     include_obfuscation: bool
 
 
-def _reject_unsupported(data: dict[str, Any]) -> None:
-    previous = data.get("previous_response_id")
-    if previous:
-        raise InvalidRequestError(
-            f"Previous response with id '{previous}' not found.",
-            param="previous_response_id",
-            code="previous_response_not_found",
-        )
-    if data.get("conversation"):
-        raise InvalidRequestError(
-            "Conversations are not available on this gateway yet.",
-            param="conversation",
-            code="unsupported_parameter",
-        )
-    if data.get("background"):
+@dataclass(slots=True)
+class Context:
+    """What a request continues: earlier items (oldest first) and where they came from."""
+
+    history: list[dict[str, Any]] = field(default_factory=list)
+    chain: list[str] = field(default_factory=list)
+    conversation_id: str | None = None
+
+    @property
+    def item_ids(self) -> frozenset[str]:
+        return frozenset(str(item["id"]) for item in self.history if item.get("id"))
+
+
+def previous_not_found(response_id: str) -> InvalidRequestError:
+    """The 400 for a ``previous_response_id`` that is unknown, deleted, expired or unstored."""
+    return InvalidRequestError(
+        f"Previous response with id '{response_id}' not found.",
+        param="previous_response_id",
+        code="previous_response_not_found",
+    )
+
+
+def conversation_not_found(conversation_id: str) -> NotFoundError:
+    return NotFoundError(
+        f"Conversation with id '{conversation_id}' not found.",
+        param="conversation",
+        code="conversation_not_found",
+    )
+
+
+def _conversation_id(value: Any) -> str | None:
+    if isinstance(value, dict):
+        return str(value.get("id")) if value.get("id") else None
+    if value is not None and not isinstance(value, str):
+        value = getattr(value, "id", None)
+    return str(value) if value else None
+
+
+def _reject_unsupported(request: CreateResponseRequest) -> None:
+    if request.background:
         raise InvalidRequestError(
             "Background mode is not available on this gateway yet.",
             param="background",
             code="unsupported_parameter",
         )
-    for index, tool in enumerate(data.get("tools") or []):
-        kind = tool.get("type") if isinstance(tool, dict) else None
+    for index, tool in enumerate(request.tools or []):
+        kind = getattr(tool, "type", None)
         if kind != "function":
             raise InvalidRequestError(
                 f"Tool type '{kind}' is not supported by this gateway yet.",
@@ -68,40 +103,106 @@ def _reject_unsupported(data: dict[str, Any]) -> None:
 
 
 class Gateway:
-    """The per-process service: configuration, the shared upstream HTTP client, the latch."""
+    """The per-process service: configuration, store, upstream HTTP client, upgrade latch."""
 
     def __init__(
         self,
         config: GatewayConfig,
         client: httpx.AsyncClient,
+        store: Store,
         latch: UpgradeLatch = PROCESS_LATCH,
     ) -> None:
         self.config = config
         self.client = client
+        self.store = store
         self.latch = latch
 
-    def prepare(self, data: Any) -> PreparedRun:
-        """Validate a create body and build its loop; raises ``GatewayError`` on bad input."""
-        request = parse_create_request(data)
-        _reject_unsupported(data)
+    async def load_context(
+        self, tenant: str, previous_response_id: str | None, conversation: Any
+    ) -> Context:
+        """The items a request continues, read with strongly consistent reads.
+
+        A chain is read in a bounded number of round trips: the previous response names all its
+        ancestors, which are fetched together. Ancestors that expired or were deleted drop out of
+        the front of the history; the previous response itself must exist.
+        """
+        if previous_response_id:
+            previous = await self.store.get_response(tenant, previous_response_id)
+            if previous is None:
+                raise previous_not_found(previous_response_id)
+            ancestors = await self.store.get_responses(tenant, previous.chain)
+            history: list[dict[str, Any]] = []
+            for record in [*ancestors, previous]:
+                history += record.input_items
+                history += record.output
+            return Context(history=history, chain=[*previous.chain, previous.id])
+        conversation_id = _conversation_id(conversation)
+        if conversation_id:
+            if await self.store.get_conversation(tenant, conversation_id) is None:
+                raise conversation_not_found(conversation_id)
+            items = await self.store.all_items(tenant, conversation_id)
+            return Context(history=items, conversation_id=conversation_id)
+        return Context()
+
+    async def prepare(self, body: Any, tenant: str) -> PreparedRun:
+        """Validate a create body (raw JSON bytes or parsed), load its context, build its loop.
+
+        Raises:
+            GatewayError: bad input, unknown model, or a context that does not exist.
+        """
+        request = parse_create_request(body)
+        _reject_unsupported(request)
         provider, upstream_model = self.config.route(request.model)
-        prepared = prepare_input(data.get("input"))
+        context = await self.load_context(
+            tenant, request.previous_response_id, request.conversation
+        )
+        prepared = prepare_input(request_input(request), context_ids=context.item_ids)
+        if not context.history and not prepared.upstream_input:
+            raise InvalidRequestError(
+                "Missing required parameter: 'input'.",
+                param="input",
+                code="missing_required_parameter",
+            )
         state = LoopState(
             response_id=new_id("resp"),
             created_at=int(time.time()),
             model=request.model,
             request=echo_fields(request),
-            upstream_input=prepared.upstream_input,
-            control_items=prepared.control_items,
+            upstream_input=to_model_items(context.history) + prepared.upstream_input,
+            control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
+            + prepared.control_items,
         )
         ctx = LoopContext(
             adapter=make_adapter(provider, self.client, self.latch),
             upstream_model=upstream_model,
+            persist=self._persister(tenant, prepared.items, context, request.store is not False),
         )
-        options = data.get("stream_options") or {}
+        options = request.stream_options
         return PreparedRun(
             state=state,
             ctx=ctx,
-            stream=bool(data.get("stream")),
-            include_obfuscation=bool(options.get("include_obfuscation", False)),
+            stream=bool(request.stream),
+            include_obfuscation=bool(options and options.include_obfuscation),
         )
+
+    def _persister(
+        self, tenant: str, input_items: list[dict[str, Any]], context: Context, store: bool
+    ) -> Any:
+        async def persist(state: LoopState, response: dict[str, Any]) -> None:
+            if store:
+                await self.store.put_response(
+                    StoredResponse(
+                        tenant=tenant,
+                        id=state.response_id,
+                        response=response,
+                        input_items=input_items,
+                        chain=context.chain,
+                        conversation_id=context.conversation_id,
+                    )
+                )
+            if context.conversation_id and state.status in _APPENDED_STATUSES:
+                await self.store.append_items(
+                    tenant, context.conversation_id, [*input_items, *state.output]
+                )
+
+        return persist

@@ -7,8 +7,10 @@ the recordings and the upgrade latch are reset before every test. The client is 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import openai
@@ -17,6 +19,8 @@ import pytest
 from responses_gateway.adapters.select import UpgradeLatch
 from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
+from responses_gateway.store.dynamo import DynamoStore
+from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
 from responses_gateway.testing.server import RunningServer, run_in_thread
@@ -27,16 +31,39 @@ MODELS = {"chat": "scripted-chat", "responses": "scripted-responses"}
 """The model name that routes to each wire format."""
 
 
+TABLE = "responses-gateway-e2e"
+
+
 @dataclass
 class Stack:
     upstream: ScriptedUpstream
     upstream_server: RunningServer
     gateway_server: RunningServer
     latch: UpgradeLatch
+    dynamo: LocalDynamo
 
     @property
     def base_url(self) -> str:
         return f"{self.gateway_server.url}/v1"
+
+    def wait_for_status(self, response_id: str, status: str, timeout: float = 10.0) -> Any:
+        """Poll GET /responses/{id} until it has ``status`` (records written by a cleanup task
+        after a disconnect land a moment after the client is gone)."""
+        pause = threading.Event()
+        with httpx.Client(base_url=self.base_url, timeout=10) as client:
+            for _ in range(int(timeout / 0.02)):
+                answer = client.get(f"/responses/{response_id}")
+                if answer.status_code == 200 and answer.json()["status"] == status:
+                    return answer.json()
+                pause.wait(0.02)
+        raise AssertionError(f"{response_id} never reached status {status!r}")
+
+    def scan_table(self) -> str:
+        """Every stored byte of the table, as text (for secret scans)."""
+        chunks: list[str] = []
+        for page in self.dynamo.client.get_paginator("scan").paginate(TableName=TABLE):
+            chunks.append(repr(page["Items"]))
+        return "".join(chunks)
 
 
 @pytest.fixture(scope="session")
@@ -72,12 +99,15 @@ def stack() -> Iterator[Stack]:
         }
     )
     latch = UpgradeLatch()
-    gateway_server = run_in_thread(create_app(config, latch=latch))
+    dynamo = start_local_dynamodb(table_name=TABLE)
+    store = DynamoStore(dynamo.client, TABLE)
+    gateway_server = run_in_thread(create_app(config, store, latch=latch))
     try:
-        yield Stack(upstream, upstream_server, gateway_server, latch)
+        yield Stack(upstream, upstream_server, gateway_server, latch, dynamo)
     finally:
         gateway_server.stop()
         upstream_server.stop()
+        dynamo.stop()
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import pytest
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn, Usage
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import UPSTREAM_KEY
+from .conftest import TABLE, UPSTREAM_KEY, Stack
 
 WEATHER_TOOL = {
     "type": "function",
@@ -359,15 +359,18 @@ def test_create_upstream_429_keeps_status_streaming_or_not(
     assert info.value.status_code == 429
     assert info.value.body == {
         "message": "Rate limit reached for requests.",
-        "type": "rate_limit_error" if model == "scripted-chat" else "requests",
+        "type": "requests",
         "param": None,
         "code": "rate_limit_exceeded",
     }
 
-    upstream.push(Turn.http_error(429, "Rate limit reached for requests."))
+    upstream.push(
+        Turn.http_error(429, "Rate limit reached for requests.", headers={"retry-after": "7"})
+    )
     response = http.post("/responses", json={"model": model, "input": "Hi", "stream": True})
     assert response.status_code == 429
     assert response.headers["content-type"] == "application/json"
+    assert response.headers["retry-after"] == "7"
     assert response.json()["error"]["code"] == "rate_limit_exceeded"
 
 
@@ -397,14 +400,16 @@ def test_create_upstream_dies_non_streaming_is_502(
     assert "mid-stream" in error["message"]
 
 
-def test_create_upstream_unreachable_is_502(http: httpx.Client, upstream: ScriptedUpstream) -> None:
+def test_create_upstream_unreachable_is_502(stack: Stack, upstream: ScriptedUpstream) -> None:
     # Port 9 (discard) on loopback has no listener here: a connect error, before any byte.
     from responses_gateway.app import create_app
     from responses_gateway.config import parse_config
+    from responses_gateway.store.dynamo import DynamoStore
     from responses_gateway.testing.server import run_in_thread
 
     config = parse_config({"providers": [{"base_url": "http://127.0.0.1:9/v1", "api": "chat"}]})
-    with run_in_thread(create_app(config)) as server:
+    store = DynamoStore(stack.dynamo.client, TABLE)
+    with run_in_thread(create_app(config, store)) as server:
         for stream in (False, True):
             response = httpx.post(
                 f"{server.url}/v1/responses", json={"model": "m", "input": "Hi", "stream": stream}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +38,8 @@ from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
 
 __all__ = [
     "LoopContext",
+    "Persist",
+    "cancel",
     "build_model_call",
     "decide_after_call_llm",
     "decide_after_execute_tools",
@@ -59,6 +62,10 @@ _PASSED_PARAMS = (
 )
 
 
+Persist = Callable[[LoopState, dict[str, Any]], Awaitable[None]]
+"""Stores a finished response (state and its rendered object) before the client hears of it."""
+
+
 @dataclass(slots=True)
 class LoopContext:
     """The live, per-invocation parts of a loop run (never serialized)."""
@@ -66,8 +73,13 @@ class LoopContext:
     adapter: Adapter
     upstream_model: str
     tools: ToolRegistry = NO_GATEWAY_TOOLS
+    persist: Persist | None = None
+    """Called at every ending, before the terminal event: a stored response is written before
+    the client can see it finish (and so before it can chain to it)."""
     failure: GatewayError | None = None
     """The error that failed the response, for the HTTP edge."""
+    writer: OutputWriter | None = None
+    """The writer of the model call in progress (so a cancellation can close its items)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -147,7 +159,7 @@ def decide_after_execute_tools(state: LoopState, tools: ToolRegistry) -> NextAct
 
 
 async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
-    writer = OutputWriter(state, sink)
+    writer = ctx.writer = OutputWriter(state, sink)
     state.turn_start = len(state.output)
     try:
         turn = await ctx.adapter.call_llm(build_model_call(state, ctx), writer)
@@ -176,13 +188,52 @@ async def _execute_tools(state: LoopState, ctx: LoopContext, action: ExecuteTool
     return decide_after_execute_tools(state, ctx.tools)
 
 
-def _finish(state: LoopState, action: Finish, sink: Sink) -> None:
+def _interrupt_for_approval(state: LoopState, action: InterruptForApproval) -> NextAction:
+    """End the response waiting for the client's approval of the calls at
+    ``action.output_indexes`` (their approval requests and pending state belong to the MCP
+    tool executor, which is not part of this gateway version yet)."""
+    return Finish("completed")
+
+
+async def _persist(state: LoopState, ctx: LoopContext) -> dict[str, Any]:
+    response = render_response(state)
+    if ctx.persist is None:
+        return response
+    try:
+        await ctx.persist(state, response)
+    except GatewayError as error:
+        logger.error("could not store response %s: %s", state.response_id, error.message)
+        ctx.failure = InternalError("The response could not be stored.")
+        state.status = "failed"
+        state.incomplete_reason = None
+        state.error = error_object(ctx.failure)
+        state.completed_at = None
+        response = render_response(state)
+    return response
+
+
+async def _finish(state: LoopState, action: Finish, ctx: LoopContext, sink: Sink) -> None:
     state.status = action.outcome
     state.incomplete_reason = action.reason
     state.error = action.error
     if action.outcome == "completed":
         state.completed_at = int(time.time())
-    sink.emit(ResponseFinished(render_response(state)))
+    sink.emit(ResponseFinished(await _persist(state, ctx)))
+
+
+async def cancel(state: LoopState, ctx: LoopContext) -> None:
+    """End ``state`` as ``cancelled``: close what was open, keep what was produced, store it.
+
+    Used when the client went away (a synchronous response is cancelled by terminating its
+    connection). No event is emitted: nobody is listening.
+    """
+    if ctx.writer is not None:
+        ctx.writer.close_open("incomplete")
+    state.status = "cancelled"
+    state.incomplete_reason = None
+    state.error = None
+    state.set_next_action(Finish("cancelled"))
+    await _persist(state, ctx)
 
 
 async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
@@ -196,9 +247,9 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
     elif isinstance(action, ExecuteTools):
         state.set_next_action(await _execute_tools(state, ctx, action))
     elif isinstance(action, InterruptForApproval):
-        state.set_next_action(Finish("completed"))
+        state.set_next_action(_interrupt_for_approval(state, action))
     elif isinstance(action, Finish):
-        _finish(state, action, sink)
+        await _finish(state, action, ctx, sink)
         return True
     else:  # pragma: no cover - exhaustive over NextAction
         raise TypeError(f"unknown loop action {action!r}")
@@ -206,7 +257,16 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
 
 
 async def run_loop(state: LoopState, ctx: LoopContext, sink: Sink) -> LoopState:
-    """Run the loop to its end and return the final state."""
-    while not await step(state, ctx, sink):
-        pass
+    """Run the loop to its end and return the final state.
+
+    If the task running it is cancelled (the client disconnected), the response is stored as
+    ``cancelled`` with everything produced so far, and the cancellation propagates.
+    """
+    try:
+        while not await step(state, ctx, sink):
+            pass
+    except asyncio.CancelledError:
+        if state.status == "in_progress":
+            await asyncio.shield(cancel(state, ctx))
+        raise
     return state

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from responses_gateway.errors import InvalidRequestError
+from responses_gateway.ids import new_id
 from responses_gateway.loop.state import LoopState
 
 __all__ = [
@@ -29,12 +30,23 @@ CONTROL_ITEM_TYPES = frozenset({"mcp_list_tools", "mcp_approval_request", "mcp_a
 """Item types the gateway consumes itself; they are never sent to the model."""
 
 
+_ID_PREFIXES = {
+    "message": "msg",
+    "function_call": "fc",
+    "function_call_output": "fco",
+    "reasoning": "rs",
+    "mcp_approval_response": "mcpa",
+}
+
+
 @dataclass(slots=True)
 class PreparedInput:
     """A request's input, split into what the model sees and what steers the gateway."""
 
     upstream_input: list[dict[str, Any]] = field(default_factory=list)
     control_items: list[dict[str, Any]] = field(default_factory=list)
+    items: list[dict[str, Any]] = field(default_factory=list)
+    """Every input item in order, canonical and with an ``id`` (what is stored)."""
 
 
 def _text_parts(content: Any, role: str) -> Any:
@@ -52,32 +64,43 @@ def _canonical(item: dict[str, Any]) -> dict[str, Any]:
     kind = item.get("type")
     if kind is None and "role" in item:
         kind = item["type"] = "message"
+    if kind is None and set(item) == {"id"}:
+        kind = item["type"] = "item_reference"
     if kind == "message":
         item["content"] = _text_parts(item.get("content"), str(item.get("role", "user")))
+    if not item.get("id") and kind != "item_reference":
+        item["id"] = new_id(_ID_PREFIXES.get(str(kind), "item"))
     return item
 
 
-def prepare_input(raw: str | list[dict[str, Any]] | None) -> PreparedInput:
-    """Canonicalize a request's ``input`` and split off the control items."""
+def prepare_input(
+    raw: str | list[dict[str, Any]] | None, *, context_ids: frozenset[str] = frozenset()
+) -> PreparedInput:
+    """Canonicalize a request's ``input``, give every item an id, split off control items.
+
+    ``item_reference`` items name an item of the context (the previous responses or the
+    conversation, whose item ids are ``context_ids``): that item is already in the transcript,
+    so the reference is dropped. A reference to anything else is a 400 ``item_not_found``.
+    """
     prepared = PreparedInput()
     if raw is None:
         return prepared
     if isinstance(raw, str):
-        prepared.upstream_input.append(
-            {"type": "message", "role": "user", "content": _text_parts(raw, "user")}
-        )
-        return prepared
+        raw = [{"type": "message", "role": "user", "content": raw}]
     for index, raw_item in enumerate(raw):
         item = _canonical(raw_item)
         kind = item.get("type")
-        if kind in CONTROL_ITEM_TYPES:
-            prepared.control_items.append(item)
-        elif kind == "item_reference":
+        if kind == "item_reference":
+            if item.get("id") in context_ids:
+                continue
             raise InvalidRequestError(
                 f"Item with id '{item.get('id')}' not found.",
                 param=f"input[{index}]",
                 code="item_not_found",
             )
+        prepared.items.append(item)
+        if kind in CONTROL_ITEM_TYPES:
+            prepared.control_items.append(item)
         else:
             prepared.upstream_input.append(item)
     return prepared

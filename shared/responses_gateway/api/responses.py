@@ -1,0 +1,127 @@
+"""Routes of ``/v1/responses``: create, retrieve, delete, input items, input tokens.
+
+Owns request parsing and response shapes of these routes. Creating runs the shared loop through
+:mod:`responses_gateway.api.streaming`; everything else reads or deletes stored records.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of
+from responses_gateway.api.streaming import run_buffered, run_streamed
+from responses_gateway.errors import InvalidRequestError, NotFoundError
+from responses_gateway.loop import render_response
+from responses_gateway.loop.prepared import prepare_input, to_model_items
+from responses_gateway.store.base import StoredResponse
+
+__all__ = ["parse_json", "router"]
+
+router = APIRouter(prefix="/v1/responses")
+
+
+def parse_json(body: bytes) -> Any:
+    """A request body as JSON, or OpenAI's 400 for a body that is not."""
+    try:
+        return json.loads(body)
+    except ValueError as exc:
+        raise InvalidRequestError(
+            "We could not parse the JSON body of your request. (HINT: This likely means you "
+            "aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
+            code="invalid_json",
+        ) from exc
+
+
+def _not_found(response_id: str) -> NotFoundError:
+    return NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
+
+
+async def _stored(request: Request, response_id: str) -> StoredResponse:
+    record = await gateway_of(request).store.get_response(tenant_of(request), response_id)
+    if record is None:
+        raise _not_found(response_id)
+    return record
+
+
+@router.post("")
+async def create_response(request: Request) -> Response:
+    run = await gateway_of(request).prepare(await request.body(), tenant_of(request))
+    if run.stream:
+        return await run_streamed(run)
+    if not await run_buffered(run, request):
+        return Response(status_code=499)  # the client is gone; nobody reads this
+    if run.ctx.failure is not None:
+        if run.state.tool_calls_executed:  # side effects happened: a blind retry would repeat them
+            run.ctx.failure.headers["x-should-retry"] = "false"
+        raise run.ctx.failure
+    return JSONResponse(render_response(run.state))
+
+
+@router.post("/input_tokens")
+async def count_input_tokens(request: Request) -> dict[str, Any]:
+    """An estimate of the input tokens a create with this body would send (about 4 characters
+    per token over the transcript, instructions and tools): no upstream is called."""
+    data = parse_json(await request.body())
+    if not isinstance(data, dict):
+        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
+    if data.get("previous_response_id") and data.get("conversation"):
+        raise InvalidRequestError(
+            "Mutually exclusive parameters: Ensure you are only providing one of: "
+            "'previous_response_id' or 'conversation'.",
+            param="conversation",
+            code="mutually_exclusive_parameters",
+        )
+    gateway = gateway_of(request)
+    context = await gateway.load_context(
+        tenant_of(request), data.get("previous_response_id"), data.get("conversation")
+    )
+    raw = data.get("input")
+    if raw is not None and not isinstance(raw, str | list):
+        raise InvalidRequestError("Invalid type for 'input'.", param="input", code="invalid_type")
+    prepared = prepare_input(raw, context_ids=context.item_ids)
+    counted = [
+        to_model_items(context.history) + prepared.upstream_input,
+        data.get("instructions") or "",
+        data.get("tools") or [],
+    ]
+    characters = len(json.dumps(counted, separators=(",", ":"), ensure_ascii=False))
+    return {"object": "response.input_tokens", "input_tokens": math.ceil(characters / 4)}
+
+
+@router.get("/{response_id}")
+async def retrieve_response(request: Request, response_id: str) -> dict[str, Any]:
+    record = await _stored(request, response_id)
+    if request.query_params.get("stream") == "true":
+        raise InvalidRequestError(
+            "This response cannot be streamed because it was not created with background=true.",
+            param="stream",
+            code="invalid_value",
+        )
+    return record.response
+
+
+@router.delete("/{response_id}")
+async def delete_response(request: Request, response_id: str) -> dict[str, Any]:
+    if not await gateway_of(request).store.delete_response(tenant_of(request), response_id):
+        raise _not_found(response_id)
+    return {"id": response_id, "object": "response", "deleted": True}
+
+
+@router.get("/{response_id}/input_items")
+async def list_input_items(request: Request, response_id: str) -> dict[str, Any]:
+    page = page_params(request)
+    items = (await _stored(request, response_id)).input_items
+    ordered = items if page.order == "asc" else items[::-1]
+    start = 0
+    if page.after is not None:
+        ids = [item.get("id") for item in ordered]
+        if page.after not in ids:
+            raise NotFoundError(f"Item with id '{page.after}' not found.", param="after")
+        start = ids.index(page.after) + 1
+    data = ordered[start : start + page.limit]
+    return list_object(data, has_more=start + page.limit < len(ordered))
