@@ -168,6 +168,7 @@ class Gateway:
             created_at=int(time.time()),
             model=request.model,
             request=echo_fields(request),
+            include=list(request.include or []),
             upstream_input=to_model_items(context.history) + prepared.upstream_input,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,

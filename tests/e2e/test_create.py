@@ -555,3 +555,15 @@ def test_upstream_key_never_reaches_the_client(
     assert response.status_code == 401
     assert UPSTREAM_KEY not in response.text
     assert UPSTREAM_KEY not in json.dumps(dict(response.headers))
+
+
+def test_create_include_reaches_a_responses_upstream_only(
+    client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    upstream.push(Turn(text="ok"))
+    client.responses.create(model=model, input="Hi", include=["reasoning.encrypted_content"])
+    sent = _last_request(upstream)
+    if wire == "responses":
+        assert sent["include"] == ["reasoning.encrypted_content"]
+    else:
+        assert "include" not in sent

@@ -184,3 +184,12 @@ def test_build_model_call_without_tools_sends_no_tool_choice() -> None:
         "reasoning": {"effort": "high"},
         "text": {"format": {"type": "json_object"}},
     }
+
+
+def test_build_model_call_passes_the_clients_include() -> None:
+    state = _state()
+    state.include = ["reasoning.encrypted_content", "message.output_text.logprobs"]
+    call = build_model_call(state, LoopContext(ScriptAdapter(), "m"))
+    assert call.params == {
+        "include": ["reasoning.encrypted_content", "message.output_text.logprobs"]
+    }

@@ -17,18 +17,27 @@ from responses_gateway.loop import (
     NextAction,
 )
 
-FIXTURE = Path(__file__).parent.parent / "fixtures" / "loop_state_v1.json"
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+FIXTURE = FIXTURES / "loop_state_v2.json"
 
 
 def _roundtrip(state: LoopState) -> LoopState:
     return LoopState.from_json(json.loads(json.dumps(state.to_json())))
 
 
-def test_from_json_frozen_v1_fixture_round_trips_exactly() -> None:
+def test_from_json_frozen_v2_fixture_round_trips_exactly() -> None:
     data = json.loads(FIXTURE.read_text())
     state = LoopState.from_json(data)
     assert state.next_action == ExecuteTools((1,))
+    assert state.include == ["reasoning.encrypted_content"]
     assert state.to_json() == data
+
+
+def test_from_json_frozen_v1_fixture_upgrades_to_v2() -> None:
+    v1 = json.loads((FIXTURES / "loop_state_v1.json").read_text())
+    state = LoopState.from_json(v1)
+    assert state.schema_version == 2 and state.include == []
+    assert state.to_json() == {**v1, "schema_version": 2, "include": []}
 
 
 @pytest.mark.parametrize(

@@ -104,6 +104,8 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     ]
     tools += ctx.tools.model_tools()
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
+    if state.include:
+        params["include"] = list(state.include)
     if params.get("service_tier") == "auto":  # the echoed default; the upstream's own default
         del params["service_tier"]
     if request.get("parallel_tool_calls") is False and tools:

@@ -28,8 +28,13 @@ __all__ = [
     "TurnResult",
 ]
 
-SCHEMA_VERSION = 1
-"""Version of the serialized :class:`LoopState`. Bump it when the JSON shape changes."""
+SCHEMA_VERSION = 2
+"""Version of the serialized :class:`LoopState`. Bump it when the JSON shape changes, and teach
+:meth:`LoopState.from_json` to upgrade the older shapes (frozen fixtures in ``tests/fixtures``).
+
+- 1: initial shape.
+- 2: adds ``include`` (the client's ``include`` list, passed to the upstream).
+"""
 
 Outcome = Literal["completed", "incomplete", "failed", "cancelled"]
 StopReason = Literal["stop", "length", "content_filter"]
@@ -129,6 +134,8 @@ class LoopState:
     """The transcript sent to the model before this response's output: history, then input."""
     control_items: list[dict[str, Any]] = field(default_factory=list)
     """Input items that steer the gateway and never reach the model (approvals, listings)."""
+    include: list[str] = field(default_factory=list)
+    """The client's ``include`` values (extra output data it asked the upstream for)."""
     output: list[dict[str, Any]] = field(default_factory=list)
     """This response's output items, in output-index order."""
     next_action: NextAction = field(default_factory=CallLlm)
@@ -185,6 +192,7 @@ class LoopState:
             "request": self.request,
             "upstream_input": self.upstream_input,
             "control_items": self.control_items,
+            "include": self.include,
             "output": self.output,
             "next_action": _action_to_json(self.next_action),
             "status": self.status,
@@ -203,8 +211,11 @@ class LoopState:
     def from_json(cls, data: dict[str, Any]) -> LoopState:
         """Rebuild a state from :meth:`to_json` output; rejects unknown schema versions."""
         version = data.get("schema_version")
+        fields = dict(data)
+        if version == 1:
+            fields["include"] = []
+            fields["schema_version"] = version = 2
         if version != SCHEMA_VERSION:
             raise ValueError(f"unsupported loop state schema version {version!r}")
-        fields = dict(data)
         fields["next_action"] = _action_from_json(data["next_action"])
         return cls(**fields)
