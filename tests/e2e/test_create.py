@@ -567,3 +567,15 @@ def test_create_include_reaches_a_responses_upstream_only(
         assert sent["include"] == ["reasoning.encrypted_content"]
     else:
         assert "include" not in sent
+
+
+def test_sequential_creates_reuse_one_upstream_connection(
+    client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, model: str
+) -> None:
+    for n in range(3):
+        upstream.push(Turn(text=f"answer {n}"))
+    client.responses.create(model=model, input="a", store=False)
+    http.post("/responses", json={"model": model, "input": "b", "stream": True, "store": False})
+    client.responses.create(model=model, input="c", store=False)
+    peers = {request.peer for request in upstream.model_requests()}
+    assert len(peers) == 1, peers

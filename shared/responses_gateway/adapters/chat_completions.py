@@ -45,7 +45,7 @@ import httpx
 
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import aiter_sse
-from responses_gateway.adapters.wire import loads_json, passed_headers
+from responses_gateway.adapters.wire import finish_reading, loads_json, passed_headers
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -571,6 +571,7 @@ class ChatCompletionsAdapter:
                 async with aclosing(sse) as events:
                     async for event in events:
                         if stream.feed(event.data):
+                            await finish_reading(events)  # so the connection is reused
                             break
         except httpx.TimeoutException as exc:
             raise UpstreamTransportError(

@@ -27,6 +27,7 @@ opened and finished there, in output order, their text or arguments as one delta
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,7 @@ import httpx
 
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import ServerSentEvent, aiter_sse
-from responses_gateway.adapters.wire import loads_json, passed_headers
+from responses_gateway.adapters.wire import finish_reading, loads_json, passed_headers
 from responses_gateway.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -487,7 +488,10 @@ class ResponsesAdapter:
                     error.headers.update(passed_headers(response))
                     raise error
                 out.upstream_responding()
-                return await _StreamReader(out).read(aiter_sse(response))
+                async with aclosing(aiter_sse(response)) as events:
+                    result = await _StreamReader(out).read(events)
+                    await finish_reading(events)  # so the connection is reused
+                    return result
         except httpx.TimeoutException as exc:
             raise UpstreamTransportError(
                 f"The upstream model timed out: {type(exc).__name__}"

@@ -167,7 +167,8 @@ async def _read(
     except ValueError:
         body = None
     parsed = body if isinstance(body, dict) else {}
-    script.record(request.method, request.url.path, _headers(request), parsed)
+    peer = f"{request.client.host}:{request.client.port}" if request.client else ""
+    script.record(request.method, request.url.path, _headers(request), parsed, peer=peer)
     if not isinstance(body, dict):
         return parsed, JSONResponse(
             error_envelope(

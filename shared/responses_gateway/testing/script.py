@@ -226,6 +226,8 @@ class RecordedRequest:
     method: str = "POST"
     received_at: float = 0.0
     """``time.monotonic()`` when the request arrived."""
+    peer: str = ""
+    """The client's ``host:port``: requests with the same peer came over one connection."""
 
 
 class ScriptedUpstream:
@@ -287,7 +289,13 @@ class ScriptedUpstream:
         return [r for r in self.requests if r.method == "POST"]
 
     def record(
-        self, method: str, path: str, headers: Mapping[str, str], body: dict[str, Any]
+        self,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: dict[str, Any],
+        *,
+        peer: str = "",
     ) -> RecordedRequest:
         """Record a received request and wake :meth:`wait_for_requests` callers."""
         rec = RecordedRequest(
@@ -296,6 +304,7 @@ class ScriptedUpstream:
             json=body,
             method=method,
             received_at=time.monotonic(),
+            peer=peer,
         )
         with self._cond:
             self._requests.append(rec)
