@@ -97,7 +97,7 @@ def _upstream_app() -> Any:
         def next_turn(self, body: dict[str, Any], wire: ScriptWire) -> Turn | None:
             return turns.get(str(body.get("model")), turns[SHORT_MODEL])
 
-        def record(self, method: str, path: str, headers: Any, body: dict[str, Any]) -> Any:
+        def record(self, method: str, path: str, headers: Any, body: Any, **_: Any) -> Any:
             return None  # keep no recordings: memory stays flat over thousands of requests
 
     return create_fake_upstream_app(FixedUpstream(demo=False))
