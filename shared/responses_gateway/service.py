@@ -21,8 +21,13 @@ from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
-from responses_gateway.loop.driver import LoopContext
-from responses_gateway.loop.prepared import CONTROL_ITEM_TYPES, prepare_input, to_model_items
+from responses_gateway.loop.driver import LoopContext, decide_start
+from responses_gateway.loop.prepared import (
+    CONTROL_ITEM_TYPES,
+    plan_approvals,
+    prepare_input,
+    to_model_items,
+)
 from responses_gateway.loop.state import LoopState
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
@@ -163,15 +168,17 @@ class Gateway:
                 param="input",
                 code="missing_required_parameter",
             )
+        approved = plan_approvals(context.history, prepared.items)
         state = LoopState(
             response_id=new_id("resp"),
             created_at=int(time.time()),
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
-            upstream_input=to_model_items(context.history) + prepared.upstream_input,
+            upstream_input=to_model_items(context.history + prepared.items),
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
+            next_action=decide_start(approved),
         )
         ctx = LoopContext(
             adapter=make_adapter(provider, self.client, self.latch),

@@ -154,7 +154,7 @@ def test_chain_through_every_item_type_lowers_mcp_and_keeps_control_items_back(
                     {
                         "id": "mcp_1",
                         "type": "function",
-                        "function": {"name": "add", "arguments": '{"a":1,"b":2}'},
+                        "function": {"name": "calc__add", "arguments": '{"a":1,"b":2}'},
                     },
                 ],
             },
@@ -165,7 +165,7 @@ def test_chain_through_every_item_type_lowers_mcp_and_keeps_control_items_back(
                     {
                         "id": "mcp_2",
                         "type": "function",
-                        "function": {"name": "add", "arguments": '{"a":1,"b":2}'},
+                        "function": {"name": "calc__add", "arguments": '{"a":1,"b":2}'},
                     },
                 ],
             },

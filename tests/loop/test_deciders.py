@@ -1,11 +1,10 @@
-"""decide_after_* on hand-built state: no I/O, no adapter."""
+"""decide_* on hand-built state: no I/O, no adapter."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from responses_gateway.loop import (
-    NO_GATEWAY_TOOLS,
     CallLlm,
     ExecuteTools,
     Finish,
@@ -14,22 +13,7 @@ from responses_gateway.loop import (
     decide_after_call_llm,
     decide_after_execute_tools,
 )
-
-
-class FakeTools:
-    """Gateway owns `lookup` and `delete`; `delete` needs approval."""
-
-    def model_tools(self) -> list[dict[str, Any]]:
-        return []
-
-    def is_gateway_owned(self, name: str) -> bool:
-        return name in {"lookup", "delete"}
-
-    def needs_approval(self, name: str) -> bool:
-        return name == "delete"
-
-    async def execute(self, call: dict[str, Any]) -> dict[str, Any]:
-        raise AssertionError("not used")
+from responses_gateway.loop.driver import decide_start
 
 
 def _state(output: list[dict[str, Any]], *, turn_start: int = 0, stop: str = "stop") -> LoopState:
@@ -44,59 +28,81 @@ def _call(name: str) -> dict[str, Any]:
     return {"type": "function_call", "name": name, "arguments": "{}", "call_id": f"call_{name}"}
 
 
+def _mcp(status: str = "in_progress") -> dict[str, Any]:
+    return {"type": "mcp_call", "id": "mcp_1", "server_label": "s", "name": "t", "status": status}
+
+
+APPROVAL = {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "s", "name": "t"}
 MESSAGE = {"type": "message", "role": "assistant", "content": []}
 
 
 def test_decide_after_call_llm_text_only_finishes_completed() -> None:
-    assert decide_after_call_llm(_state([MESSAGE]), NO_GATEWAY_TOOLS) == Finish("completed")
+    assert decide_after_call_llm(_state([MESSAGE])) == Finish("completed")
 
 
 def test_decide_after_call_llm_length_finishes_incomplete_max_output_tokens() -> None:
-    state = _state([MESSAGE], stop="length")
-    assert decide_after_call_llm(state, NO_GATEWAY_TOOLS) == Finish(
+    assert decide_after_call_llm(_state([MESSAGE], stop="length")) == Finish(
         "incomplete", reason="max_output_tokens"
     )
 
 
-def test_decide_after_call_llm_length_with_pending_gateway_call_still_incomplete() -> None:
-    state = _state([_call("lookup")], stop="length")
-    assert decide_after_call_llm(state, FakeTools()) == Finish(
+def test_decide_after_call_llm_length_with_pending_gateway_call_runs_nothing() -> None:
+    assert decide_after_call_llm(_state([_mcp()], stop="length")) == Finish(
         "incomplete", reason="max_output_tokens"
     )
 
 
 def test_decide_after_call_llm_content_filter_finishes_incomplete() -> None:
-    state = _state([MESSAGE], stop="content_filter")
-    assert decide_after_call_llm(state, NO_GATEWAY_TOOLS) == Finish(
+    assert decide_after_call_llm(_state([MESSAGE], stop="content_filter")) == Finish(
         "incomplete", reason="content_filter"
     )
 
 
 def test_decide_after_call_llm_client_function_calls_finish_completed() -> None:
     state = _state([_call("get_weather"), _call("get_time")])
-    assert decide_after_call_llm(state, FakeTools()) == Finish("completed")
+    assert decide_after_call_llm(state) == Finish("completed")
 
 
-def test_decide_after_call_llm_gateway_calls_execute_tools() -> None:
-    state = _state([MESSAGE, _call("lookup"), _call("get_weather"), _call("lookup")])
-    assert decide_after_call_llm(state, FakeTools()) == ExecuteTools((1, 3))
+def test_decide_after_call_llm_announced_gateway_calls_execute() -> None:
+    state = _state([MESSAGE, _mcp(), _call("get_weather"), _mcp()])
+    assert decide_after_call_llm(state) == ExecuteTools((1, 3))
 
 
-def test_decide_after_call_llm_call_needing_approval_interrupts() -> None:
-    state = _state([_call("lookup"), _call("delete")])
-    assert decide_after_call_llm(state, FakeTools()) == InterruptForApproval((1,))
+def test_decide_after_call_llm_finished_gateway_calls_are_not_rerun() -> None:
+    assert decide_after_call_llm(_state([_mcp("completed")])) == Finish("completed")
+
+
+def test_decide_after_call_llm_gateway_calls_run_before_approvals_interrupt() -> None:
+    assert decide_after_call_llm(_state([_mcp(), APPROVAL])) == ExecuteTools((0,))
+
+
+def test_decide_after_call_llm_approval_request_interrupts() -> None:
+    assert decide_after_call_llm(_state([MESSAGE, APPROVAL])) == InterruptForApproval((1,))
 
 
 def test_decide_after_call_llm_only_looks_at_the_latest_turn() -> None:
-    state = _state([_call("lookup"), MESSAGE], turn_start=1)
-    assert decide_after_call_llm(state, FakeTools()) == Finish("completed")
+    assert decide_after_call_llm(_state([_mcp(), APPROVAL, MESSAGE], turn_start=2)) == Finish(
+        "completed"
+    )
 
 
 def test_decide_after_execute_tools_no_client_calls_calls_llm_again() -> None:
-    state = _state([_call("lookup"), _call("lookup")])
-    assert decide_after_execute_tools(state, FakeTools()) == CallLlm()
+    assert decide_after_execute_tools(_state([_mcp("completed")])) == CallLlm()
 
 
 def test_decide_after_execute_tools_client_calls_in_turn_finish_completed() -> None:
-    state = _state([_call("lookup"), _call("get_weather")])
-    assert decide_after_execute_tools(state, FakeTools()) == Finish("completed")
+    state = _state([_mcp("completed"), _call("get_weather")])
+    assert decide_after_execute_tools(state) == Finish("completed")
+
+
+def test_decide_after_execute_tools_approvals_in_turn_interrupt() -> None:
+    state = _state([_mcp("completed"), APPROVAL, _call("f")])
+    assert decide_after_execute_tools(state) == InterruptForApproval((1,))
+
+
+def test_decide_start_without_approvals_calls_llm() -> None:
+    assert decide_start(()) == CallLlm()
+
+
+def test_decide_start_with_approvals_executes_them_first() -> None:
+    assert decide_start(("mcpr_1", "mcpr_2")) == ExecuteTools(approved=("mcpr_1", "mcpr_2"))

@@ -9,7 +9,7 @@ import pytest
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.loop import LoopState, prepare_input
-from responses_gateway.loop.prepared import model_transcript
+from responses_gateway.loop.prepared import model_transcript, plan_approvals, to_model_items
 
 
 @pytest.fixture(autouse=True)
@@ -115,8 +115,96 @@ def test_model_transcript_lowers_mcp_calls_and_drops_control_items() -> None:
     ]
     assert model_transcript(state) == [
         {"type": "message", "role": "user", "content": "q"},
-        {"type": "function_call", "call_id": "mcp_1", "name": "add", "arguments": '{"a":1}'},
+        {"type": "function_call", "call_id": "mcp_1", "name": "s__add", "arguments": '{"a":1}'},
         {"type": "function_call_output", "call_id": "mcp_1", "output": "2"},
-        {"type": "function_call", "call_id": "mcp_2", "name": "div", "arguments": "{}"},
+        {"type": "function_call", "call_id": "mcp_2", "name": "s__div", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "mcp_2", "output": "division by zero"},
     ]
+
+
+REQUEST = {
+    "type": "mcp_approval_request",
+    "id": "mcpr_1",
+    "server_label": "calc",
+    "name": "add",
+    "arguments": '{"a":1}',
+}
+
+
+def test_to_model_items_denied_approval_tells_the_model_why() -> None:
+    denial = {
+        "type": "mcp_approval_response",
+        "approval_request_id": "mcpr_1",
+        "approve": False,
+        "reason": "too risky",
+    }
+    assert to_model_items([REQUEST, denial, dict(denial)]) == [
+        {"type": "function_call", "call_id": "mcpr_1", "name": "calc__add", "arguments": '{"a":1}'},
+        {
+            "type": "function_call_output",
+            "call_id": "mcpr_1",
+            "output": "The user denied this tool call. Reason: too risky",
+        },
+    ]
+
+
+def test_to_model_items_approved_request_shows_only_through_its_mcp_call() -> None:
+    approval = {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True}
+    call = {
+        "type": "mcp_call",
+        "id": "mcp_9",
+        "server_label": "calc",
+        "name": "add",
+        "arguments": '{"a":1}',
+        "output": "1",
+        "error": None,
+        "approval_request_id": "mcpr_1",
+    }
+    assert [i["type"] for i in to_model_items([REQUEST, approval, call])] == [
+        "function_call",
+        "function_call_output",
+    ]
+
+
+def test_to_model_items_error_objects_become_their_text() -> None:
+    call = {
+        "type": "mcp_call",
+        "id": "mcp_1",
+        "server_label": "s",
+        "name": "t",
+        "arguments": "{}",
+        "output": None,
+        "error": {
+            "type": "mcp_tool_execution_error",
+            "content": [{"type": "text", "text": "division by zero"}],
+        },
+    }
+    assert to_model_items([call])[1]["output"] == "division by zero"
+
+
+def _answer(approve: bool, request_id: str = "mcpr_1") -> dict[str, object]:
+    return {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": approve}
+
+
+def test_plan_approvals_previous_response_form_approves_once() -> None:
+    assert plan_approvals([REQUEST], [_answer(True), _answer(True)]) == ("mcpr_1",)
+
+
+def test_plan_approvals_replayed_history_form() -> None:
+    assert plan_approvals([], [REQUEST, _answer(True)]) == ("mcpr_1",)
+
+
+def test_plan_approvals_denied_runs_nothing() -> None:
+    assert plan_approvals([REQUEST], [_answer(False)]) == ()
+
+
+def test_plan_approvals_already_executed_request_is_not_rerun() -> None:
+    executed = {"type": "mcp_call", "id": "mcp_1", "approval_request_id": "mcpr_1"}
+    assert plan_approvals([REQUEST, _answer(True), executed], [_answer(True)]) == ()
+
+
+def test_plan_approvals_unknown_request_is_400() -> None:
+    with pytest.raises(InvalidRequestError) as info:
+        plan_approvals([REQUEST], [{"role": "user"}, _answer(True, "mcpr_forged")])
+    assert info.value.param == "input[1].approval_request_id"
+    assert info.value.message == "No approval request with id 'mcpr_forged' was found."

@@ -22,8 +22,14 @@ from typing import Any
 
 from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
-from responses_gateway.loop.events import ResponseFinished, ResponseStarted, Sink
-from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.events import (
+    ItemFinished,
+    NullSink,
+    ResponseFinished,
+    ResponseStarted,
+    Sink,
+)
+from responses_gateway.loop.output import OutputWriter, snapshot
 from responses_gateway.loop.prepared import model_transcript
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import (
@@ -43,6 +49,8 @@ __all__ = [
     "build_model_call",
     "decide_after_call_llm",
     "decide_after_execute_tools",
+    "decide_start",
+    "tool_budget",
     "error_object",
     "run_loop",
     "step",
@@ -73,6 +81,9 @@ class LoopContext:
     adapter: Adapter
     upstream_model: str
     tools: ToolRegistry = NO_GATEWAY_TOOLS
+    max_tool_calls: int = 32
+    """The gateway's cap on gateway tool executions per response (``max_tool_calls`` can only
+    lower it)."""
     persist: Persist | None = None
     """Called at every ending, before the terminal event: a stored response is written before
     the client can see it finish (and so before it can chain to it)."""
@@ -94,8 +105,17 @@ def error_object(error: GatewayError) -> dict[str, Any]:
     return {"code": code, "message": error.message}
 
 
+def tool_budget(state: LoopState, ctx: LoopContext) -> int:
+    """How many gateway tool calls this response may execute in all."""
+    requested = state.request.get("max_tool_calls")
+    return min(int(requested), ctx.max_tool_calls) if requested else ctx.max_tool_calls
+
+
 def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
-    """The next model call for ``state``: transcript, visible tools and the client's settings."""
+    """The next model call for ``state``: transcript, visible tools and the client's settings.
+
+    Once the tool budget is spent, the model is called with no tools at all, to answer.
+    """
     request = state.request
     tools = [
         {k: v for k, v in tool.items() if v is not None}
@@ -103,6 +123,8 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
         if tool.get("type") == "function"
     ]
     tools += ctx.tools.model_tools()
+    if state.tool_calls_executed >= tool_budget(state, ctx):
+        tools = []
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
     if state.include:
         params["include"] = list(state.include)
@@ -127,43 +149,58 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     )
 
 
-def _turn_calls(state: LoopState) -> list[int]:
+def _turn(state: LoopState, kind: str) -> list[int]:
     return [
         index
         for index in range(state.turn_start, len(state.output))
-        if state.output[index].get("type") == "function_call"
+        if state.output[index].get("type") == kind
     ]
 
 
-def decide_after_call_llm(state: LoopState, tools: ToolRegistry) -> NextAction:
-    """Choose what follows a model call, from the state alone."""
+def decide_after_call_llm(state: LoopState) -> NextAction:
+    """Choose what follows a model call, from the state alone.
+
+    Cut off (``length``/``content_filter``): finish ``incomplete``, running nothing. Gateway
+    calls announced this turn run next; calls waiting for approval end the response; otherwise
+    the response is complete (client ``function_call`` items go back to the client).
+    """
     if state.last_stop == "length":
         return Finish("incomplete", reason="max_output_tokens")
     if state.last_stop == "content_filter":
         return Finish("incomplete", reason="content_filter")
-    gateway = [i for i in _turn_calls(state) if tools.is_gateway_owned(state.output[i]["name"])]
-    if not gateway:
-        return Finish("completed")
-    approval = [i for i in gateway if tools.needs_approval(state.output[i]["name"])]
-    if approval:
-        return InterruptForApproval(tuple(approval))
-    return ExecuteTools(tuple(gateway))
-
-
-def decide_after_execute_tools(state: LoopState, tools: ToolRegistry) -> NextAction:
-    """After gateway tools ran: return client calls of that turn to the client, else loop."""
-    client_calls = [
-        i for i in _turn_calls(state) if not tools.is_gateway_owned(state.output[i]["name"])
+    pending = [
+        i for i in _turn(state, "mcp_call") if state.output[i].get("status") == "in_progress"
     ]
-    if client_calls:
+    if pending:
+        return ExecuteTools(tuple(pending))
+    approvals = _turn(state, "mcp_approval_request")
+    if approvals:
+        return InterruptForApproval(tuple(approvals))
+    return Finish("completed")
+
+
+def decide_after_execute_tools(state: LoopState) -> NextAction:
+    """After gateway tools ran: wait for approvals asked this turn, return the turn's client
+    calls to the client, or call the model again with the results."""
+    approvals = _turn(state, "mcp_approval_request")
+    if approvals:
+        return InterruptForApproval(tuple(approvals))
+    if _turn(state, "function_call"):
         return Finish("completed")
     return CallLlm()
 
 
+def decide_start(approved: tuple[str, ...]) -> NextAction:
+    """The first action: run the calls the client just approved, else call the model."""
+    return ExecuteTools(approved=approved) if approved else CallLlm()
+
+
 async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
-    writer = ctx.writer = OutputWriter(state, sink)
-    state.turn_start = len(state.output)
+    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
     try:
+        if state.llm_calls == 0:
+            await ctx.tools.prepare(state, writer)
+        state.turn_start = len(state.output)
         turn = await ctx.adapter.call_llm(build_model_call(state, ctx), writer)
     except GatewayError as error:
         writer.close_open("incomplete")
@@ -178,16 +215,59 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
     state.add_usage(turn.usage)
     state.last_stop = turn.stop
     writer.close_open("completed" if turn.stop == "stop" else "incomplete")
-    return decide_after_call_llm(state, ctx.tools)
+    return decide_after_call_llm(state)
 
 
-async def _execute_tools(state: LoopState, ctx: LoopContext, action: ExecuteTools) -> NextAction:
-    calls = [state.output[i] for i in action.output_indexes]
-    results = await asyncio.gather(*(ctx.tools.execute(call) for call in calls))
-    for index, result in zip(action.output_indexes, results, strict=True):
-        state.output[index] = result
+_NOT_EXECUTED = {
+    "type": "mcp_tool_execution_error",
+    "content": [
+        {"type": "text", "text": "Not executed: the response reached its max_tool_calls limit."}
+    ],
+}
+
+
+def _approval_request(state: LoopState, request_id: str) -> dict[str, Any]:
+    for item in reversed(state.control_items + state.output):
+        if item.get("type") == "mcp_approval_request" and item.get("id") == request_id:
+            found: dict[str, Any] = item
+            return found
+    raise InternalError(f"approval request {request_id} vanished from the context")
+
+
+async def _execute_tools(
+    state: LoopState, ctx: LoopContext, sink: Sink, action: ExecuteTools
+) -> NextAction:
+    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
+    indexes = list(action.output_indexes)
+    if action.approved:
+        state.turn_start = len(state.output)
+    for request_id in action.approved:
+        request = _approval_request(state, request_id)
+        indexes.append(
+            writer.open_mcp_call(
+                server_label=str(request.get("server_label")),
+                name=str(request.get("name")),
+                arguments=str(request.get("arguments") or "{}"),
+                approval_request_id=request_id,
+            )
+        )
+    remaining = max(0, tool_budget(state, ctx) - state.tool_calls_executed)
+    run, skipped = indexes[:remaining], indexes[remaining:]
+    for index in skipped:
+        writer.finish_mcp_call(index, error=_NOT_EXECUTED, status="incomplete")
+    outcomes = await asyncio.gather(*(ctx.tools.execute(state.output[i]) for i in run))
+    for index, outcome in zip(run, outcomes, strict=True):
         state.tool_calls_executed += 1
-    return decide_after_execute_tools(state, ctx.tools)
+        writer.finish_mcp_call(index, output=outcome.output, error=outcome.error)
+    return decide_after_execute_tools(state)
+
+
+def _settle(state: LoopState, sink: Sink) -> None:
+    """Close tool calls that were announced but will never run (the response is ending)."""
+    for index, item in enumerate(state.output):
+        if item.get("type") == "mcp_call" and item.get("status") == "in_progress":
+            item["status"] = "incomplete"
+            sink.emit(ItemFinished(index, snapshot(item)))
 
 
 def _interrupt_for_approval(state: LoopState, action: InterruptForApproval) -> NextAction:
@@ -215,6 +295,7 @@ async def _persist(state: LoopState, ctx: LoopContext) -> dict[str, Any]:
 
 
 async def _finish(state: LoopState, action: Finish, ctx: LoopContext, sink: Sink) -> None:
+    _settle(state, sink)
     state.status = action.outcome
     state.incomplete_reason = action.reason
     state.error = action.error
@@ -231,6 +312,7 @@ async def cancel(state: LoopState, ctx: LoopContext) -> None:
     """
     if ctx.writer is not None:
         ctx.writer.close_open("incomplete")
+    _settle(state, NullSink())
     state.status = "cancelled"
     state.incomplete_reason = None
     state.error = None
@@ -247,7 +329,7 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
     if isinstance(action, CallLlm):
         state.set_next_action(await _call_llm(state, ctx, sink))
     elif isinstance(action, ExecuteTools):
-        state.set_next_action(await _execute_tools(state, ctx, action))
+        state.set_next_action(await _execute_tools(state, ctx, sink, action))
     elif isinstance(action, InterruptForApproval):
         state.set_next_action(_interrupt_for_approval(state, action))
     elif isinstance(action, Finish):

@@ -27,8 +27,17 @@ from responses_gateway.loop.events import (
     UpstreamResponding,
 )
 from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, GatewayTool, ToolRegistry
 
-__all__ = ["FunctionCallWriter", "MessageWriter", "OutputWriter", "ReasoningWriter", "snapshot"]
+__all__ = [
+    "FunctionCallWriter",
+    "GatewayCallWriter",
+    "ListingWriter",
+    "MessageWriter",
+    "OutputWriter",
+    "ReasoningWriter",
+    "snapshot",
+]
 
 
 def snapshot(item: dict[str, Any]) -> dict[str, Any]:
@@ -240,12 +249,81 @@ class FunctionCallWriter(_ItemWriter):
         self._close_item()
 
 
-class OutputWriter:
-    """Opens output items on a :class:`LoopState` and reports them to a :class:`Sink`."""
+class GatewayCallWriter(FunctionCallWriter):
+    """A call to a gateway tool: arguments are gathered silently, then, when complete, it
+    becomes an ``mcp_call`` (left open for the tool executor) or an ``mcp_approval_request``."""
 
-    def __init__(self, state: LoopState, sink: Sink) -> None:
+    def __init__(self, writer: OutputWriter, gateway: GatewayTool) -> None:
+        self._writer = writer
+        self._gateway = gateway
+        self._pieces: list[str] = []
+        self.output_index = -1
+        self.closed = False
+        self._pending = {}
+
+    @property
+    def item(self) -> dict[str, Any]:
+        if self.output_index < 0:
+            return {"type": "function_call", "arguments": "".join(self._pieces), "name": ""}
+        return self._writer.state.output[self.output_index]
+
+    @property
+    def item_id(self) -> str:
+        return str(self.item.get("id", ""))
+
+    def arguments(self, delta: str) -> None:
+        if delta and not self.closed:
+            self._pieces.append(delta)
+
+    def set_name(self, name: str) -> None:
+        return None
+
+    def finish(self, status: str = "completed") -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if status != "completed":
+            return  # cut off: nothing was announced and nothing will run
+        arguments = "".join(self._pieces) or "{}"
+        gateway = self._gateway
+        if gateway.needs_approval:
+            self.output_index = self._writer._approval_request(gateway, arguments)
+        else:
+            self.output_index = self._writer.open_mcp_call(
+                server_label=gateway.server_label, name=gateway.name, arguments=arguments
+            )
+
+
+class ListingWriter:
+    """An ``mcp_list_tools`` item being filled by a server listing."""
+
+    def __init__(self, writer: OutputWriter, index: int) -> None:
+        self._writer = writer
+        self.output_index = index
+
+    def complete(self, tools: list[dict[str, Any]]) -> None:
+        item = self._writer.state.output[self.output_index]
+        item["tools"] = tools
+        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(item)))
+
+    def fail(self, message: str) -> None:
+        item = self._writer.state.output[self.output_index]
+        item["error"] = message
+        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(item)))
+
+
+class OutputWriter:
+    """Opens output items on a :class:`LoopState` and reports them to a :class:`Sink`.
+
+    Tool calls to gateway-owned tools (``tools``) are presented as ``mcp_call`` items, or as
+    ``mcp_approval_request`` items when the client must approve them first; they never reach
+    the client as ``function_call`` items.
+    """
+
+    def __init__(self, state: LoopState, sink: Sink, tools: ToolRegistry = NO_GATEWAY_TOOLS):
         self.state = state
         self.sink = sink
+        self.tools = tools
         self._open: list[_ItemWriter] = []
 
     def upstream_responding(self) -> None:
@@ -298,11 +376,15 @@ class OutputWriter:
     def function_call(
         self, *, name: str, call_id: str | None = None, item_id: str | None = None
     ) -> FunctionCallWriter:
-        """Open a ``function_call`` item with empty arguments.
+        """Open a tool call with empty arguments: a ``function_call`` item for a client tool; for
+        a gateway tool, a call whose item appears when its arguments are complete.
 
         ``call_id`` is the upstream's; one already used in this transcript (some servers number
         calls per response) is replaced by a fresh id, so every call stays pairable.
         """
+        gateway = self.tools.lookup(name)
+        if gateway is not None:
+            return GatewayCallWriter(self, gateway)
         if not call_id or call_id in self._call_ids():
             call_id = new_id("call")
         index = self._append(
@@ -322,11 +404,85 @@ class OutputWriter:
     def complete_function_call(
         self, *, name: str, arguments: str, call_id: str | None = None
     ) -> int:
-        """Add a whole ``function_call`` (arguments in one delta); returns its output index."""
+        """Add a whole tool call (arguments in one delta); returns its output index."""
         writer = self.function_call(name=name, call_id=call_id)
         writer.arguments(arguments)
         writer.finish()
         return writer.output_index
+
+    def open_mcp_call(
+        self,
+        *,
+        server_label: str,
+        name: str,
+        arguments: str,
+        approval_request_id: str | None = None,
+    ) -> int:
+        """Announce an ``mcp_call`` about to run (arguments complete); returns its index.
+
+        The item stays ``in_progress`` until :meth:`finish_mcp_call`.
+        """
+        index = self._append(
+            {
+                "id": new_id("mcp"),
+                "type": "mcp_call",
+                "server_label": server_label,
+                "name": name,
+                "arguments": "",
+                "output": None,
+                "error": None,
+                "approval_request_id": approval_request_id,
+                "status": "in_progress",
+            }
+        )
+        item = self.state.output[index]
+        item_id = str(item["id"])
+        if arguments:
+            item["arguments"] = arguments
+            self.sink.emit(ArgumentsDelta(index, item_id, arguments))
+        self.sink.emit(ArgumentsFinished(index, snapshot(item)))
+        return index
+
+    def finish_mcp_call(
+        self,
+        index: int,
+        *,
+        output: str | None = None,
+        error: dict[str, Any] | None = None,
+        status: str | None = None,
+    ) -> None:
+        """Close the ``mcp_call`` at ``index`` with its result (``failed`` when ``error``)."""
+        item = self.state.output[index]
+        item["output"] = output
+        item["error"] = error
+        item["status"] = status or ("failed" if error else "completed")
+        self.sink.emit(ItemFinished(index, snapshot(item)))
+
+    def mcp_list_tools(self, server_label: str) -> ListingWriter:
+        """Open an ``mcp_list_tools`` item for ``server_label`` (its tools not known yet)."""
+        index = self._append(
+            {
+                "id": new_id("mcpl"),
+                "type": "mcp_list_tools",
+                "server_label": server_label,
+                "tools": [],
+                "error": None,
+            }
+        )
+        return ListingWriter(self, index)
+
+    def _approval_request(self, gateway: GatewayTool, arguments: str) -> int:
+        index = self._append(
+            {
+                "id": new_id("mcpr"),
+                "type": "mcp_approval_request",
+                "server_label": gateway.server_label,
+                "name": gateway.name,
+                "arguments": arguments,
+            }
+        )
+        self.sink.emit(ItemFinished(index, snapshot(self.state.output[index])))
+        return index
 
     def flush(self) -> None:
         """Write pending streamed text into the open items, so ``state.output`` is exact.

@@ -17,11 +17,13 @@ from typing import Any
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.tools import exposed_name
 
 __all__ = [
     "CONTROL_ITEM_TYPES",
     "PreparedInput",
     "model_transcript",
+    "plan_approvals",
     "prepare_input",
     "to_model_items",
 ]
@@ -106,34 +108,101 @@ def prepare_input(
     return prepared
 
 
-def _lower_mcp_call(item: dict[str, Any]) -> list[dict[str, Any]]:
-    call_id = str(item.get("id"))
-    output = item.get("output")
-    if item.get("error"):
-        output = item["error"] if isinstance(item["error"], str) else json.dumps(item["error"])
+def _error_text(error: Any) -> str:
+    """An ``mcp_call.error`` (a string, or an error object) as text for the model."""
+    if isinstance(error, str):
+        return error
+    if isinstance(error, dict):
+        if error.get("message"):
+            return str(error["message"])
+        texts = [p.get("text", "") for p in error.get("content") or [] if isinstance(p, dict)]
+        if any(texts):
+            return "\n".join(t for t in texts if t)
+    return json.dumps(error)
+
+
+def _call_pair(call_id: str, item: dict[str, Any], output: str) -> list[dict[str, Any]]:
+    name = exposed_name(str(item.get("server_label", "")), str(item.get("name", "")))
     return [
         {
             "type": "function_call",
             "call_id": call_id,
-            "name": item.get("name", ""),
+            "name": name,
             "arguments": item.get("arguments") or "{}",
         },
-        {"type": "function_call_output", "call_id": call_id, "output": output or ""},
+        {"type": "function_call_output", "call_id": call_id, "output": output},
     ]
 
 
 def to_model_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Items as the model may see them: control items dropped, ``mcp_call`` lowered."""
+    """Items as the model may see them, in order.
+
+    Control items are dropped; an ``mcp_call`` becomes the ``function_call`` the model made
+    (under its exposed name) and a ``function_call_output`` (the error text when it failed); a
+    denied approval becomes that call with an output telling the model it was denied and why.
+    """
     out: list[dict[str, Any]] = []
+    requests: dict[str, dict[str, Any]] = {}
+    answered: set[str] = set()
     for item in items:
         kind = item.get("type")
-        if kind in CONTROL_ITEM_TYPES:
-            continue
-        if kind == "mcp_call":
-            out.extend(_lower_mcp_call(item))
-        else:
+        if kind == "mcp_approval_request":
+            requests[str(item.get("id"))] = item
+        elif kind == "mcp_approval_response":
+            request_id = str(item.get("approval_request_id"))
+            request = requests.get(request_id)
+            if request is not None and not item.get("approve") and request_id not in answered:
+                reason = item.get("reason")
+                text = "The user denied this tool call." + (f" Reason: {reason}" if reason else "")
+                out.extend(_call_pair(request_id, request, text))
+            answered.add(request_id)
+        elif kind == "mcp_call":
+            error = item.get("error")
+            output = _error_text(error) if error else str(item.get("output") or "")
+            out.extend(_call_pair(str(item.get("id")), item, output))
+        elif kind not in CONTROL_ITEM_TYPES:
             out.append(item)
     return out
+
+
+def plan_approvals(history: list[dict[str, Any]], items: list[dict[str, Any]]) -> tuple[str, ...]:
+    """The approval request ids the client approved in ``items`` that must run now.
+
+    Each approval acts once: a request already executed (an ``mcp_call`` carries its id) or
+    already answered earlier in the input is skipped.
+
+    Raises:
+        InvalidRequestError: an approval names a request that was never made.
+    """
+    known = [*history, *items]
+    requests = {str(i.get("id")) for i in known if i.get("type") == "mcp_approval_request"}
+    done = {
+        str(i["approval_request_id"])
+        for i in known
+        if i.get("type") == "mcp_call" and i.get("approval_request_id")
+    }
+    done |= {
+        str(i.get("approval_request_id"))
+        for i in history
+        if i.get("type") == "mcp_approval_response"
+    }
+    approved: list[str] = []
+    for index, item in enumerate(items):
+        if item.get("type") != "mcp_approval_response":
+            continue
+        request_id = str(item.get("approval_request_id"))
+        if request_id not in requests:
+            raise InvalidRequestError(
+                f"No approval request with id '{request_id}' was found.",
+                param=f"input[{index}].approval_request_id",
+                code="invalid_value",
+            )
+        if request_id in done:
+            continue
+        done.add(request_id)
+        if item.get("approve"):
+            approved.append(request_id)
+    return tuple(approved)
 
 
 def model_transcript(state: LoopState) -> list[dict[str, Any]]:

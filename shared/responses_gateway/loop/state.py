@@ -49,9 +49,11 @@ class CallLlm:
 
 @dataclass(frozen=True, slots=True)
 class ExecuteTools:
-    """Execute gateway-owned tool calls (the output indexes of their call items)."""
+    """Execute gateway-owned tool calls: announced ``mcp_call`` items (their output indexes),
+    and calls the client approved (the ids of their ``mcp_approval_request`` items)."""
 
-    output_indexes: tuple[int, ...]
+    output_indexes: tuple[int, ...] = ()
+    approved: tuple[str, ...] = ()
     kind: Literal["execute_tools"] = "execute_tools"
 
 
@@ -86,6 +88,12 @@ _ACTIONS: dict[str, type[CallLlm | ExecuteTools | InterruptForApproval | Finish]
 
 
 def _action_to_json(action: NextAction) -> dict[str, Any]:
+    if isinstance(action, ExecuteTools) and action.approved:
+        return {
+            "kind": action.kind,
+            "output_indexes": list(action.output_indexes),
+            "approved": list(action.approved),
+        }
     if isinstance(action, ExecuteTools | InterruptForApproval):
         return {"kind": action.kind, "output_indexes": list(action.output_indexes)}
     if isinstance(action, Finish):
@@ -101,7 +109,10 @@ def _action_to_json(action: NextAction) -> dict[str, Any]:
 def _action_from_json(data: dict[str, Any]) -> NextAction:
     kind = data["kind"]
     if kind == "execute_tools":
-        return ExecuteTools(output_indexes=tuple(data["output_indexes"]))
+        return ExecuteTools(
+            output_indexes=tuple(data["output_indexes"]),
+            approved=tuple(data.get("approved", ())),
+        )
     if kind == "interrupt_for_approval":
         return InterruptForApproval(output_indexes=tuple(data["output_indexes"]))
     if kind == "finish":

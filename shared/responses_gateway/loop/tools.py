@@ -1,37 +1,95 @@
-"""The tool registry seam: which tool calls the gateway itself executes.
+"""The tool registry seam: which tool calls the gateway itself executes, and how they look.
 
-Owns the questions the loop asks about a model's tool call: is it gateway-owned (an MCP or builtin
-tool the gateway runs), and does it need the client's approval first? Function tools declared by
-the client are never gateway-owned: their calls return to the client as ``function_call`` items.
+Owns the questions the loop asks about a model's tool call: is it gateway-owned (an MCP tool the
+gateway runs), under which server label and tool name, does it need the client's approval first,
+and how to run it. Function tools declared by the client are never gateway-owned: their calls
+return to the client as ``function_call`` items. Also owns the names gateway tools are exposed
+under to the model (:func:`exposed_name`), which must be stable across turns because a stored
+``mcp_call`` is replayed to the model as a call to that name.
 
-The executors behind gateway-owned tools (MCP) plug in here; this module holds only the seam and
-the empty registry used when a request has no gateway tools.
+The MCP executor behind the seam lives in :mod:`responses_gateway.gateway_tools`; this module
+holds only the seam and the empty registry of a request with no gateway tools.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import hashlib
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["NO_GATEWAY_TOOLS", "NoGatewayTools", "ToolRegistry"]
+if TYPE_CHECKING:  # annotations only: the writer imports this module
+    from responses_gateway.loop.output import OutputWriter
+    from responses_gateway.loop.state import LoopState
+
+__all__ = [
+    "NO_GATEWAY_TOOLS",
+    "GatewayTool",
+    "NoGatewayTools",
+    "ToolOutcome",
+    "ToolRegistry",
+    "exposed_name",
+]
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def exposed_name(server_label: str, tool_name: str) -> str:
+    """The function name a gateway tool is shown to the model under: ``<label>__<tool>``.
+
+    Deterministic and collision-free: characters a function name cannot hold are replaced, and
+    whenever that (or the 64-character limit) changed anything, a hash of the exact pair is
+    appended, so two different pairs never share a name.
+    """
+    plain = f"{server_label}__{tool_name}"
+    safe = _UNSAFE.sub("_", plain)
+    if safe == plain and len(safe) <= 64:
+        return safe
+    digest = hashlib.sha256(f"{server_label}\0{tool_name}".encode()).hexdigest()[:8]
+    return f"{safe[:55]}_{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayTool:
+    """A tool the gateway runs, as one exposed name resolves."""
+
+    server_label: str
+    name: str
+    """The tool's own name on its server."""
+    needs_approval: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """What running a gateway tool produced: ``output`` text, or an ``mcp_call.error`` object."""
+
+    output: str | None = None
+    error: dict[str, Any] | None = None
 
 
 class ToolRegistry(Protocol):
-    """What the loop needs to know about gateway-owned tools."""
+    """What the loop needs to know about, and do with, gateway-owned tools."""
 
     def model_tools(self) -> list[dict[str, Any]]:
         """Gateway tools exposed to the model, as Responses ``function`` tool definitions."""
         ...
 
-    def is_gateway_owned(self, name: str) -> bool:
-        """Whether a call to ``name`` (as the model saw it) is executed by the gateway."""
+    def lookup(self, name: str) -> GatewayTool | None:
+        """The gateway tool behind an exposed name; None for a client function."""
         ...
 
-    def needs_approval(self, name: str) -> bool:
-        """Whether a gateway-owned call to ``name`` must be approved by the client first."""
+    async def prepare(self, state: LoopState, out: OutputWriter) -> None:
+        """Make the tools known before the first model call: list each server the context has
+        no ``mcp_list_tools`` item for, reporting the listing through ``out``.
+
+        Raises:
+            GatewayError: a listing failed (the response fails; 424 when nothing was streamed).
+        """
         ...
 
-    async def execute(self, call: dict[str, Any]) -> dict[str, Any]:
-        """Run one gateway-owned call item and return the finished item."""
+    async def execute(self, call: dict[str, Any]) -> ToolOutcome:
+        """Run one ``mcp_call`` item (its server, name and arguments); never raises for tool
+        failures, which come back as an error object."""
         ...
 
 
@@ -41,13 +99,13 @@ class NoGatewayTools:
     def model_tools(self) -> list[dict[str, Any]]:
         return []
 
-    def is_gateway_owned(self, name: str) -> bool:
-        return False
+    def lookup(self, name: str) -> GatewayTool | None:
+        return None
 
-    def needs_approval(self, name: str) -> bool:
-        return False
+    async def prepare(self, state: LoopState, out: OutputWriter) -> None:
+        return None
 
-    async def execute(self, call: dict[str, Any]) -> dict[str, Any]:
+    async def execute(self, call: dict[str, Any]) -> ToolOutcome:
         raise LookupError(f"no gateway tool named {call.get('name')!r}")
 
 

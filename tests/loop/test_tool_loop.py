@@ -1,0 +1,245 @@
+"""The loop with gateway tools, on an in-test registry and adapter: presentation, execution,
+approvals, max_tool_calls, and what the stream of events looks like."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from responses_gateway.adapters.base import ModelCall
+from responses_gateway.loop import LoopContext, LoopState, run_loop
+from responses_gateway.loop.driver import build_model_call, decide_start
+from responses_gateway.loop.events import (
+    ArgumentsFinished,
+    ItemFinished,
+    ItemStarted,
+    LoopEvent,
+    ResponseFinished,
+)
+from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.state import TurnResult
+from responses_gateway.loop.tools import GatewayTool, ToolOutcome
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[LoopEvent] = []
+
+    def emit(self, event: LoopEvent) -> None:
+        self.events.append(event)
+
+    def final(self) -> dict[str, Any]:
+        event = self.events[-1]
+        assert isinstance(event, ResponseFinished)
+        return event.response
+
+
+class Tools:
+    """`calc__add` runs freely; `calc__drop` needs approval; `calc__div` fails."""
+
+    def __init__(self) -> None:
+        self.executed: list[dict[str, Any]] = []
+        self.prepared = 0
+
+    def model_tools(self) -> list[dict[str, Any]]:
+        return [{"type": "function", "name": n, "parameters": {}} for n in ("calc__add",)]
+
+    def lookup(self, name: str) -> GatewayTool | None:
+        if not name.startswith("calc__"):
+            return None
+        tool = name.removeprefix("calc__")
+        return GatewayTool("calc", tool, needs_approval=tool == "drop")
+
+    async def prepare(self, state: LoopState, out: OutputWriter) -> None:
+        self.prepared += 1
+
+    async def execute(self, call: dict[str, Any]) -> ToolOutcome:
+        self.executed.append(call)
+        if call["name"] == "div":
+            return ToolOutcome(error={"type": "mcp_protocol_error", "code": -1, "message": "boom"})
+        return ToolOutcome(output="3")
+
+
+class Model:
+    """Turns: each a list of (name, arguments) calls, or a text answer."""
+
+    def __init__(self, *turns: list[tuple[str, str]] | str) -> None:
+        self.turns = list(turns)
+        self.calls: list[ModelCall] = []
+
+    wire = "test"
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        self.calls.append(call)
+        turn = self.turns.pop(0)
+        if isinstance(turn, str):
+            message = out.message()
+            message.text(turn)
+            message.finish()
+        else:
+            for name, arguments in turn:
+                out.complete_function_call(name=name, arguments=arguments, call_id=f"c_{name}")
+        return TurnResult()
+
+
+def _state(**request: Any) -> LoopState:
+    return LoopState(
+        response_id="resp_1",
+        created_at=1,
+        model="m",
+        request=request,
+        upstream_input=[{"type": "message", "role": "user", "content": "hi"}],
+    )
+
+
+async def test_gateway_call_runs_and_loops_back_to_the_model() -> None:
+    tools, model, sink = Tools(), Model([("calc__add", '{"a":1}')], "It is 3."), Recorder()
+    state = await run_loop(_state(), LoopContext(model, "m", tools=tools), sink)
+    assert [i["type"] for i in state.output] == ["mcp_call", "message"]
+    call = state.output[0]
+    assert {
+        k: call[k]
+        for k in (
+            "server_label",
+            "name",
+            "arguments",
+            "output",
+            "error",
+            "approval_request_id",
+            "status",
+        )
+    } == {
+        "server_label": "calc",
+        "name": "add",
+        "arguments": '{"a":1}',
+        "output": "3",
+        "error": None,
+        "approval_request_id": None,
+        "status": "completed",
+    }
+    assert tools.prepared == 1
+    kinds = [type(e).__name__ for e in sink.events]
+    assert kinds == [
+        "ResponseStarted",
+        "ItemStarted",
+        "ArgumentsDelta",
+        "ArgumentsFinished",
+        "ItemFinished",  # the mcp_call
+        "ItemStarted",
+        "PartStarted",
+        "TextDelta",
+        "PartFinished",
+        "ItemFinished",  # the answer
+        "ResponseFinished",
+    ]
+    second = model.calls[1].input
+    assert second[-2:] == [
+        {
+            "type": "function_call",
+            "call_id": call["id"],
+            "name": "calc__add",
+            "arguments": '{"a":1}',
+        },
+        {"type": "function_call_output", "call_id": call["id"], "output": "3"},
+    ]
+    assert sink.final()["status"] == "completed"
+
+
+async def test_no_function_call_item_ever_reaches_the_client_for_gateway_tools() -> None:
+    sink = Recorder()
+    await run_loop(
+        _state(), LoopContext(Model([("calc__add", "{}")], "ok"), "m", tools=Tools()), sink
+    )
+    started = [e.item["type"] for e in sink.events if isinstance(e, ItemStarted)]
+    assert "function_call" not in started
+
+
+async def test_parallel_calls_run_together_and_finish_in_index_order() -> None:
+    tools, sink = Tools(), Recorder()
+    model = Model([("calc__add", "{}"), ("calc__div", "{}")], "done")
+    state = await run_loop(_state(), LoopContext(model, "m", tools=tools), sink)
+    assert [c["name"] for c in tools.executed] == ["add", "div"]
+    assert [(i["status"], i["error"]) for i in state.output[:2]] == [
+        ("completed", None),
+        ("failed", {"type": "mcp_protocol_error", "code": -1, "message": "boom"}),
+    ]
+    finished = [e.output_index for e in sink.events if isinstance(e, ItemFinished)]
+    assert finished == [0, 1, 2]
+
+
+async def test_client_calls_in_the_same_turn_return_after_gateway_calls_ran() -> None:
+    tools = Tools()
+    model = Model([("calc__add", "{}"), ("get_weather", '{"city":"Oslo"}')])
+    state = await run_loop(_state(), LoopContext(model, "m", tools=tools), Recorder())
+    assert [i["type"] for i in state.output] == ["mcp_call", "function_call"]
+    assert state.output[0]["status"] == "completed" and len(model.calls) == 1
+    assert state.status == "completed"
+
+
+async def test_call_needing_approval_ends_the_response_with_a_request() -> None:
+    tools, sink = Tools(), Recorder()
+    state = await run_loop(
+        _state(), LoopContext(Model([("calc__drop", '{"t":1}')]), "m", tools=tools), sink
+    )
+    assert state.output == [
+        {
+            "id": state.output[0]["id"],
+            "type": "mcp_approval_request",
+            "server_label": "calc",
+            "name": "drop",
+            "arguments": '{"t":1}',
+        }
+    ]
+    assert state.output[0]["id"].startswith("mcpr_")
+    assert tools.executed == [] and state.status == "completed"
+    assert [type(e).__name__ for e in sink.events].count("ItemFinished") == 1
+
+
+async def test_approved_call_runs_without_asking_the_model_again() -> None:
+    tools, model = Tools(), Model("It ran.")
+    request = {
+        "type": "mcp_approval_request",
+        "id": "mcpr_1",
+        "server_label": "calc",
+        "name": "drop",
+        "arguments": '{"t":1}',
+    }
+    state = _state()
+    state.control_items = [request]
+    state.set_next_action(decide_start(("mcpr_1",)))
+    await run_loop(state, LoopContext(model, "m", tools=tools), Recorder())
+    assert [c["approval_request_id"] for c in tools.executed] == ["mcpr_1"]
+    assert state.output[0]["approval_request_id"] == "mcpr_1"
+    assert len(model.calls) == 1
+    assert model.calls[0].input[-1]["type"] == "function_call_output"
+
+
+async def test_max_tool_calls_cuts_off_and_makes_one_last_call_without_tools() -> None:
+    tools = Tools()
+    model = Model([("calc__add", "{}"), ("calc__add", "{}")], "final answer")
+    state = await run_loop(
+        _state(max_tool_calls=1), LoopContext(model, "m", tools=tools), Recorder()
+    )
+    assert len(tools.executed) == 1
+    assert [i["status"] for i in state.output] == ["completed", "incomplete", "completed"]
+    assert state.output[1]["error"]["type"] == "mcp_tool_execution_error"
+    assert model.calls[1].tools == [] and model.calls[1].tool_choice is None
+    assert state.status == "completed" and state.incomplete_reason is None
+
+
+def test_build_model_call_with_budget_left_offers_gateway_tools() -> None:
+    call = build_model_call(_state(max_tool_calls=2), LoopContext(Model(), "m", tools=Tools()))
+    assert [t["name"] for t in call.tools] == ["calc__add"]
+
+
+async def test_gateway_call_cut_off_by_length_is_never_announced() -> None:
+    class Cut(Model):
+        async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+            writer = out.function_call(name="calc__add", call_id="c1")
+            writer.arguments('{"a":')
+            return TurnResult(stop="length")
+
+    tools, sink = Tools(), Recorder()
+    state = await run_loop(_state(), LoopContext(Cut(), "m", tools=tools), sink)
+    assert state.output == [] and tools.executed == []
+    assert state.status == "incomplete"
+    assert not any(isinstance(e, ArgumentsFinished) for e in sink.events)
