@@ -1,0 +1,76 @@
+"""Remote MCP servers as gateway-owned tools.
+
+Three parts, all cheap to import (the ``mcp`` SDK and ``httpx2`` load on the first real
+operation, never at import):
+
+- :mod:`.security`: the SSRF guard (:func:`check_server_url`, :class:`McpPolicy`) and the
+  transport that dials only the checked address;
+- :mod:`.client`: :class:`McpClient` (``list_tools`` / ``call_tool`` over streamable HTTP or SSE,
+  under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`);
+- :mod:`.tools`: pure helpers (``allowed_tools``, ``require_approval``, function names, the
+  request's :class:`McpToolset`, ``mcp_list_tools`` items).
+
+This package does not drive the agent loop: the loop asks it questions and runs its calls.
+"""
+
+from responses_gateway.mcp.client import (
+    McpClient,
+    McpLimits,
+    McpListError,
+    McpServer,
+    ToolInfo,
+    ToolResult,
+    TransportKind,
+    http_error,
+    protocol_error,
+    tool_execution_error,
+)
+from responses_gateway.mcp.security import (
+    McpPolicy,
+    McpUrlRefusedError,
+    ResolvedTarget,
+    check_server_url,
+    redact_url,
+)
+from responses_gateway.mcp.tools import (
+    McpToolRef,
+    McpToolset,
+    ToolNames,
+    error_text,
+    filter_allowed,
+    function_tool,
+    list_tools_item,
+    listed_tools_in_context,
+    needs_approval,
+    server_from_tool,
+    tools_from_list_item,
+)
+
+__all__ = [
+    "McpClient",
+    "McpLimits",
+    "McpListError",
+    "McpPolicy",
+    "McpServer",
+    "McpToolRef",
+    "McpToolset",
+    "McpUrlRefusedError",
+    "ResolvedTarget",
+    "ToolInfo",
+    "ToolNames",
+    "ToolResult",
+    "TransportKind",
+    "check_server_url",
+    "error_text",
+    "filter_allowed",
+    "function_tool",
+    "http_error",
+    "list_tools_item",
+    "listed_tools_in_context",
+    "needs_approval",
+    "protocol_error",
+    "redact_url",
+    "server_from_tool",
+    "tool_execution_error",
+    "tools_from_list_item",
+]

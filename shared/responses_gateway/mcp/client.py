@@ -1,0 +1,782 @@
+"""Talking to remote MCP servers: list their tools and call one, over the official ``mcp`` SDK.
+
+Owns :class:`McpClient`, whose two operations each open one connection (streamable HTTP, or the
+legacy SSE transport), run under a deadline and close it again: :meth:`McpClient.list_tools`
+returns :class:`ToolInfo` values or raises :class:`McpListError` (HTTP 424 /
+``mcp_list_tools.failed``), :meth:`McpClient.call_tool` always returns a :class:`ToolResult`
+whose ``error`` is one of the OpenAI ``mcp_call.error`` objects (``mcp_protocol_error``,
+``mcp_tool_execution_error``, ``http_error``). Also owns :class:`McpServer` (one server as a
+request describes it, with its secret headers) and the limits on what a server may send back.
+
+Every URL goes through :func:`responses_gateway.mcp.security.check_server_url` first and every
+connection through the pinned transport. It must not import the ``mcp`` SDK or ``httpx2`` at
+module level (``import mcp`` costs ~0.6 s; only requests with MCP tools pay it), must not log or
+raise anything that contains header values, the ``authorization`` token or a full URL, and knows
+nothing about the agent loop, approvals or output items (see ``mcp.tools``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
+
+from responses_gateway.errors import GatewayError, InvalidRequestError
+from responses_gateway.mcp.security import (
+    McpPolicy,
+    McpUrlRefusedError,
+    ResolvedTarget,
+    Resolver,
+    check_server_url,
+    install_log_redaction,
+    pinned_transport,
+    redact_url,
+)
+
+if TYPE_CHECKING:
+    import httpx2
+    from mcp.client import Client
+    from mcp_types import CallToolResult, Tool
+
+__all__ = [
+    "MAX_HEADERS",
+    "MAX_HEADER_BYTES",
+    "PROTECTED_HEADERS",
+    "McpClient",
+    "McpLimits",
+    "McpListError",
+    "McpServer",
+    "ToolInfo",
+    "ToolResult",
+    "TransportKind",
+    "http_error",
+    "protocol_error",
+    "tool_execution_error",
+]
+
+logger = logging.getLogger(__name__)
+
+TransportKind = Literal["streamable_http", "sse", "auto"]
+"""``auto`` picks ``sse`` when the URL path ends in ``/sse`` and streamable HTTP otherwise."""
+
+MAX_HEADERS = 32
+"""The most headers a request may set for one server (``authorization`` included)."""
+MAX_HEADER_BYTES = 16 * 1024
+"""The most bytes of header names and values a request may set for one server."""
+PROTECTED_HEADERS = frozenset(
+    {
+        "accept",
+        "connection",
+        "content-length",
+        "content-type",
+        "expect",
+        "host",
+        "keep-alive",
+        "last-event-id",
+        "mcp-protocol-version",
+        "mcp-session-id",
+        "proxy-authorization",
+        "proxy-connection",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+    }
+)
+"""Headers the transport owns; user ``headers`` may not set them (nor any ``mcp-*`` header)."""
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_BAD_VALUE_CHARS = re.compile(r"[\r\n\x00]")
+
+TIMEOUT_CODE = -32001
+"""The JSON-RPC code of a request that timed out (the SDK's own code for it)."""
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+_MAX_LIST_PAGES = 20
+
+_T = TypeVar("_T")
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass(frozen=True, slots=True)
+class McpServer:
+    """One MCP server of a request. ``headers`` and ``authorization`` are secrets.
+
+    Constructing it validates the headers: at most :data:`MAX_HEADERS`, :data:`MAX_HEADER_BYTES`
+    in total, valid names and values, none of :data:`PROTECTED_HEADERS` or ``mcp-*``, and no
+    ``Authorization`` header when ``authorization`` is given too.
+
+    Raises:
+        InvalidRequestError: (from the constructor) the headers break one of those rules; the
+            message names the header, never its value.
+    """
+
+    label: str
+    url: str = field(repr=False)
+    transport: TransportKind = "auto"
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    authorization: str | None = field(default=None, repr=False)
+    """An OAuth access token, sent as ``Authorization: Bearer <token>``."""
+
+    def __post_init__(self) -> None:
+        _check_headers(self.headers, self.authorization)
+
+    @property
+    def resolved_transport(self) -> Literal["streamable_http", "sse"]:
+        """The transport used: ``auto`` means SSE for URLs whose path ends in ``/sse``."""
+        if self.transport != "auto":
+            return self.transport
+        path = _url_path(self.url).rstrip("/")
+        return "sse" if path.endswith("/sse") else "streamable_http"
+
+    def request_headers(self) -> dict[str, str]:
+        """The headers sent with every request to this server (secrets included)."""
+        headers = dict(self.headers)
+        if self.authorization is not None:
+            token = self.authorization.strip()
+            headers["Authorization"] = (
+                token if token[:7].lower() == "bearer " else f"Bearer {token}"
+            )
+        return headers
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must never appear in logs or messages (header values and the token)."""
+        values = [*self.headers.values()]
+        if self.authorization is not None:
+            values.append(self.authorization)
+            values.append(self.authorization.strip())
+        return tuple(v for v in values if len(v) >= 4)
+
+    def __repr__(self) -> str:
+        return f"McpServer(label={self.label!r}, url={redact_url(self.url)!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class McpLimits:
+    """Bounds on one server's answers and default time budgets."""
+
+    max_tools: int = 512
+    """A listing with more tools than this fails (``McpListError``)."""
+    max_output_chars: int = 100_000
+    """Longer tool output (or error text) is cut here and ends with a truncation marker."""
+    max_response_bytes: int = 8 * 1024 * 1024
+    """A single HTTP response body larger than this fails the operation."""
+    connect_timeout: float = 10.0
+    """Seconds to establish a TCP/TLS connection (within the deadline)."""
+    list_timeout: float = 30.0
+    """The budget of :meth:`McpClient.list_tools` when no deadline is given."""
+    call_timeout: float = 120.0
+    """The budget of :meth:`McpClient.call_tool` when no deadline is given."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolInfo:
+    """One tool a server listed (or an ``mcp_list_tools`` item in context recorded)."""
+
+    name: str
+    input_schema: dict[str, Any]
+    description: str | None = None
+    annotations: dict[str, Any] | None = None
+    """MCP tool annotations in their wire form (``{"readOnlyHint": true, ...}``)."""
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the server marked the tool read-only (``readOnlyHint``)."""
+        if not self.annotations:
+            return False
+        for key in ("readOnlyHint", "read_only_hint", "read_only"):
+            if key in self.annotations:
+                return self.annotations[key] is True
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The outcome of one call: ``output`` text, or an OpenAI ``mcp_call.error`` object."""
+
+    output: str | None
+    error: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the call succeeded (``error`` is ``None``)."""
+        return self.error is None
+
+
+def protocol_error(code: int, message: str) -> dict[str, Any]:
+    """``{"type":"mcp_protocol_error","code","message"}``: a JSON-RPC level failure."""
+    return {"type": "mcp_protocol_error", "code": code, "message": message}
+
+
+def tool_execution_error(content: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"type":"mcp_tool_execution_error","content":[...]}``: the tool reported ``isError``."""
+    return {"type": "mcp_tool_execution_error", "content": content}
+
+
+def http_error(code: int, message: str) -> dict[str, Any]:
+    """``{"type":"http_error","code","message"}``: the server could not be reached or answered
+    with an HTTP error status (``code`` is that status; 502 when no status was received)."""
+    return {"type": "http_error", "code": code, "message": message}
+
+
+class McpListError(GatewayError):
+    """An MCP server's tools could not be listed: the request fails with HTTP 424.
+
+    ``message`` is OpenAI's wording (``Error retrieving tool list from MCP server: '<label>'.
+    ...``) and doubles as the ``error`` string of a failed ``mcp_list_tools`` item. ``code`` is
+    ``http_error``, ``mcp_protocol_error``, ``timeout`` or ``url_not_allowed``.
+    """
+
+    status_code = 424
+    error_type = "external_connector_error"
+
+    def __init__(self, server_label: str, detail: str, *, code: str) -> None:
+        message = f"Error retrieving tool list from MCP server: '{server_label}'. {detail}"
+        super().__init__(message, code=code, param="tools")
+        self.server_label = server_label
+        self.detail = detail
+        """The reason alone, without the server label."""
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class McpClient:
+    """Lists and calls tools on remote MCP servers under an SSRF policy.
+
+    One instance can serve many requests concurrently; it holds no connection between
+    operations (each one connects, does its work and disconnects, which suits Lambda).
+
+    Args:
+        policy: Which URLs may be dialled; :meth:`McpPolicy.from_env` by default.
+        limits: Size and time bounds; :class:`McpLimits` defaults otherwise.
+        resolve: How host names are resolved (tests inject a fake DNS).
+        inner_transport: Builds the transport that really connects, behind the pinning one
+            (tests pass a spy); a fresh ``httpx2.AsyncHTTPTransport`` per operation otherwise.
+    """
+
+    def __init__(
+        self,
+        policy: McpPolicy | None = None,
+        *,
+        limits: McpLimits | None = None,
+        resolve: Resolver | None = None,
+        inner_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None,
+    ) -> None:
+        self.policy = policy if policy is not None else McpPolicy.from_env()
+        self.limits = limits if limits is not None else McpLimits()
+        self._resolve = resolve
+        self._inner_transport = inner_transport
+
+    async def list_tools(
+        self, server: McpServer, *, deadline: float | None = None
+    ) -> list[ToolInfo]:
+        """Every tool ``server`` lists (all pages), in the server's order.
+
+        Args:
+            server: The server to ask.
+            deadline: A ``time.monotonic()`` value by which the listing must be done;
+                :attr:`McpLimits.list_timeout` from now by default.
+
+        Raises:
+            McpListError: the URL is refused, the server cannot be reached, answers with an
+                HTTP error or a JSON-RPC error, lists more than :attr:`McpLimits.max_tools`
+                tools, or does not finish before the deadline.
+        """
+        started = time.monotonic()
+        if deadline is None:
+            deadline = started + self.limits.list_timeout
+        try:
+            target = await check_server_url(server.url, self.policy, resolve=self._resolve)
+        except McpUrlRefusedError as exc:
+            raise McpListError(server.label, exc.message, code="url_not_allowed") from None
+        try:
+            tools = await self._run(server, target, deadline, self._list_all)
+        except _Failure as failure:
+            _log_failure("list_tools", server, failure, started)
+            raise McpListError(server.label, failure.summary, code=failure.code) from None
+        logger.info(
+            "mcp list_tools %r (%s): %d tools in %.1f ms",
+            server.label,
+            redact_url(server.url),
+            len(tools),
+            (time.monotonic() - started) * 1000,
+        )
+        return tools
+
+    async def call_tool(
+        self,
+        server: McpServer,
+        name: str,
+        arguments: Mapping[str, Any] | str | None,
+        *,
+        deadline: float | None = None,
+    ) -> ToolResult:
+        """Call tool ``name`` on ``server``; failures become ``ToolResult.error``, never raise.
+
+        Args:
+            server: The server to call.
+            name: The tool's name on the server (not the name the model saw).
+            arguments: A JSON object, or the model's JSON text of one (``""`` means ``{}``).
+                Anything else gives an ``mcp_protocol_error`` (-32602) without dialling.
+            deadline: A ``time.monotonic()`` value by which the call must be done;
+                :attr:`McpLimits.call_timeout` from now by default.
+        """
+        started = time.monotonic()
+        if deadline is None:
+            deadline = started + self.limits.call_timeout
+        parsed = _parse_arguments(arguments)
+        if isinstance(parsed, ToolResult):
+            return parsed
+        try:
+            target = await check_server_url(server.url, self.policy, resolve=self._resolve)
+        except McpUrlRefusedError as exc:
+            return ToolResult(None, http_error(403, exc.message))
+
+        async def call(client: Client, remaining: float) -> CallToolResult:
+            return await _call(client, name, parsed, remaining)
+
+        try:
+            result = await self._run(server, target, deadline, call)
+        except _Failure as failure:
+            _log_failure("call_tool", server, failure, started)
+            return ToolResult(None, failure.error)
+        converted = self._convert_result(result)
+        logger.info(
+            "mcp call_tool %r on %r: %s in %.1f ms",
+            name,
+            server.label,
+            "ok" if converted.ok else "tool error",
+            (time.monotonic() - started) * 1000,
+        )
+        return converted
+
+    # ----------------------------------------------------------------------- internals
+
+    async def _list_all(self, client: Client, remaining: float) -> list[ToolInfo]:
+        tools: list[ToolInfo] = []
+        cursor: str | None = None
+        for _ in range(_MAX_LIST_PAGES):
+            page = await client.list_tools(cursor=cursor)
+            tools.extend(_tool_info(tool) for tool in page.tools)
+            if len(tools) > self.limits.max_tools:
+                raise _Failure(
+                    protocol_error(INTERNAL_ERROR, "The server lists too many tools."),
+                    f"The server lists more than {self.limits.max_tools} tools.",
+                    "mcp_protocol_error",
+                )
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+        raise _Failure(
+            protocol_error(INTERNAL_ERROR, "The server's tool listing does not end."),
+            f"The server's tool listing has more than {_MAX_LIST_PAGES} pages.",
+            "mcp_protocol_error",
+        )
+
+    async def _run(
+        self,
+        server: McpServer,
+        target: ResolvedTarget,
+        deadline: float,
+        operation: Callable[[Client, float], Awaitable[_T]],
+    ) -> _T:
+        """Connect, run ``operation`` and disconnect before ``deadline``; raise ``_Failure``."""
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _timeout_failure(server, 0.0)
+        import anyio
+
+        _load_sdk()
+        status = _StatusRecorder()
+        try:
+            with anyio.fail_after(remaining):
+                async with self._connect(server, target, remaining, status) as client:
+                    return await operation(client, remaining)
+        except TimeoutError:
+            raise _timeout_failure(server, remaining) from None
+        except _Failure:
+            raise
+        except BaseExceptionGroup as group:
+            matched, rest = group.split(Exception)
+            if rest is not None:  # cancellation and friends travel on
+                raise
+            assert matched is not None
+            _raise_failure(server, matched, status, remaining)
+        except Exception as exc:
+            _raise_failure(server, exc, status, remaining)
+
+    def _connect(
+        self, server: McpServer, target: ResolvedTarget, remaining: float, status: _StatusRecorder
+    ) -> AbstractAsyncContextManager[Client]:
+        """An async context manager yielding a connected ``mcp.Client``."""
+        import httpx2
+        from mcp.client import Client
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp_types import Implementation
+
+        limits = self.limits
+        default_timeout = httpx2.Timeout(remaining, connect=min(remaining, limits.connect_timeout))
+
+        def http_client(
+            headers: dict[str, str] | None = None,
+            timeout: httpx2.Timeout | None = None,
+            auth: httpx2.Auth | None = None,
+        ) -> httpx2.AsyncClient:
+            """Every HTTP client of the operation (the SSE transport builds its own through
+            this factory): the server's headers, pinned, no proxies, no redirects."""
+            inner = self._inner_transport() if self._inner_transport is not None else None
+            return httpx2.AsyncClient(
+                headers=server.request_headers(),
+                timeout=timeout if timeout is not None else default_timeout,
+                transport=pinned_transport(
+                    target, max_response_bytes=limits.max_response_bytes, inner=inner
+                ),
+                trust_env=False,
+                follow_redirects=False,
+                event_hooks={"response": [status.record]},
+            )
+
+        info = Implementation(name="responses-gateway", version="1")
+        if server.resolved_transport == "sse":
+            transport = sse_client(
+                server.url,
+                timeout=min(remaining, limits.connect_timeout),
+                sse_read_timeout=remaining,
+                httpx_client_factory=http_client,
+            )
+            return Client(
+                transport,
+                mode="legacy",
+                read_timeout_seconds=remaining,
+                client_info=info,
+                cache=None,
+            )
+        return _StreamableClient(
+            http_client(),
+            lambda http: Client(
+                streamable_http_client(server.url, http_client=http),
+                read_timeout_seconds=remaining,
+                client_info=info,
+                cache=None,
+            ),
+        )
+
+    def _convert_result(self, result: CallToolResult) -> ToolResult:
+        blocks = [
+            block.model_dump(mode="json", by_alias=True, exclude_none=True)
+            for block in result.content
+        ]
+        if result.is_error:
+            return ToolResult(None, tool_execution_error(self._truncate_blocks(blocks)))
+        parts = [
+            block["text"] if block.get("type") == "text" else json.dumps(block) for block in blocks
+        ]
+        if not parts and result.structured_content is not None:
+            parts.append(json.dumps(result.structured_content))
+        return ToolResult(_truncate("\n".join(parts), self.limits.max_output_chars))
+
+    def _truncate_blocks(self, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        budget = self.limits.max_output_chars
+        kept: list[dict[str, Any]] = []
+        for block in blocks:
+            text = block.get("text") if block.get("type") == "text" else json.dumps(block)
+            size = len(text) if isinstance(text, str) else 0
+            if size <= budget:
+                kept.append(block)
+                budget -= size
+                continue
+            kept.append({"type": "text", "text": _truncate(str(text), max(budget, 0))})
+            break
+        return kept
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class _Failure(Exception):
+    """An operation failed; carries the ``mcp_call.error`` object and a listing summary."""
+
+    def __init__(self, error: dict[str, Any], summary: str, code: str) -> None:
+        super().__init__(summary)
+        self.error = error
+        self.summary = summary
+        self.code = code
+
+
+class _StatusRecorder:
+    """Remembers the status of the latest POST that failed at the HTTP level.
+
+    The SDK turns such a response into a stand-in JSON-RPC error and drops the status, unless
+    the body carries a JSON-RPC error of its own (servers may answer one with a 4xx status):
+    then that error is the better report and no status is recorded.
+    """
+
+    def __init__(self) -> None:
+        self.status: int | None = None
+        self.reason = ""
+
+    async def record(self, response: httpx2.Response) -> None:
+        if response.request.method != "POST":
+            return
+        self.status = None
+        if response.status_code < 400:
+            return
+        if "json" in response.headers.get("content-type", ""):
+            body = await response.aread()  # kept by the response: the SDK reads it again
+            try:
+                message = json.loads(body)
+            except ValueError:
+                message = None
+            if isinstance(message, dict) and isinstance(message.get("error"), dict):
+                return
+        self.status = response.status_code
+        self.reason = response.reason_phrase
+
+
+class _StreamableClient:
+    """``async with``: an ``httpx2.AsyncClient`` and the ``mcp.Client`` that uses it."""
+
+    def __init__(self, http: httpx2.AsyncClient, make: Callable[[httpx2.AsyncClient], Client]):
+        self._http = http
+        self._make = make
+        self._client: Client | None = None
+
+    async def __aenter__(self) -> Client:
+        await self._http.__aenter__()
+        try:
+            self._client = self._make(self._http)
+            return await self._client.__aenter__()
+        except BaseException:
+            await self._http.__aexit__(None, None, None)
+            raise
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        try:
+            if self._client is not None:
+                await self._client.__aexit__(*exc_info)
+        finally:
+            await self._http.__aexit__(None, None, None)
+
+
+_sdk_loaded = False
+
+
+def _load_sdk() -> None:
+    """Import the SDK (once) and attach URL redaction to its loggers."""
+    global _sdk_loaded
+    if _sdk_loaded:
+        return
+    # The imports are the point: the SDK's loggers must exist before redaction is attached.
+    import mcp.client.sse  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
+
+    install_log_redaction()
+    _sdk_loaded = True
+
+
+async def _call(
+    client: Client, name: str, arguments: dict[str, Any], read_timeout: float
+) -> CallToolResult:
+    """``tools/call`` as one request.
+
+    ``Client.call_tool`` would follow a successful call with a ``tools/list`` of its own (to
+    validate structured output against the tool's output schema, which the gateway does not
+    use): a second round trip per call. Only when the server answers ``HEADER_MISMATCH`` (it
+    wants ``Mcp-Param-*`` headers, which the SDK derives from a listing) is the SDK's own
+    re-list-and-resend path taken.
+    """
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import HEADER_MISMATCH, CallToolRequest, CallToolRequestParams, CallToolResult
+
+    request = CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments))
+    try:
+        return await client.session.send_request(
+            request, CallToolResult, request_read_timeout_seconds=read_timeout
+        )
+    except MCPError as exc:
+        if exc.code != HEADER_MISMATCH:
+            raise
+    return await client.call_tool(name, arguments, read_timeout_seconds=read_timeout)
+
+
+def _tool_info(tool: Tool) -> ToolInfo:
+    annotations = (
+        tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
+        if tool.annotations is not None
+        else None
+    )
+    return ToolInfo(
+        name=tool.name,
+        input_schema=dict(tool.input_schema),
+        description=tool.description,
+        annotations=annotations,
+    )
+
+
+def _parse_arguments(arguments: Mapping[str, Any] | str | None) -> dict[str, Any] | ToolResult:
+    if arguments is None:
+        return {}
+    if isinstance(arguments, str):
+        if not arguments.strip():
+            return {}
+        try:
+            value = json.loads(arguments)
+        except ValueError:
+            return ToolResult(None, protocol_error(INVALID_PARAMS, "Arguments are not valid JSON."))
+        if not isinstance(value, dict):
+            return ToolResult(
+                None, protocol_error(INVALID_PARAMS, "Arguments must be a JSON object.")
+            )
+        return value
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    return ToolResult(None, protocol_error(INVALID_PARAMS, "Arguments must be a JSON object."))
+
+
+def _truncate(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\n[truncated {len(text) - limit} characters]"
+
+
+def _url_path(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).path
+    except ValueError:
+        return ""
+
+
+def _check_headers(headers: Mapping[str, str], authorization: str | None) -> None:
+    count = len(headers) + (1 if authorization is not None else 0)
+    if count > MAX_HEADERS:
+        raise InvalidRequestError(
+            f"Too many MCP headers: at most {MAX_HEADERS} are allowed.", param="tools"
+        )
+    size = 0
+    for name, value in headers.items():
+        if not isinstance(name, str) or not _HEADER_NAME.match(name):
+            raise InvalidRequestError(
+                f"Invalid MCP header name: {str(name)[:64]!r}.", param="tools"
+            )
+        lowered = name.lower()
+        if lowered in PROTECTED_HEADERS or lowered.startswith("mcp-"):
+            raise InvalidRequestError(
+                f"The MCP header {name!r} is set by the gateway and cannot be overridden.",
+                param="tools",
+            )
+        if lowered == "authorization" and authorization is not None:
+            raise InvalidRequestError(
+                "Set either 'authorization' or an 'Authorization' header for an MCP server, "
+                "not both.",
+                param="tools",
+            )
+        if not isinstance(value, str) or _BAD_VALUE_CHARS.search(value):
+            raise InvalidRequestError(f"Invalid value for the MCP header {name!r}.", param="tools")
+        size += len(name) + len(value)
+    if authorization is not None:
+        if _BAD_VALUE_CHARS.search(authorization) or not authorization.strip():
+            raise InvalidRequestError("Invalid MCP 'authorization' value.", param="tools")
+        size += len(authorization)
+    if size > MAX_HEADER_BYTES:
+        raise InvalidRequestError(
+            f"MCP headers are too large: at most {MAX_HEADER_BYTES} bytes are allowed.",
+            param="tools",
+        )
+
+
+def _timeout_failure(server: McpServer, seconds: float) -> _Failure:
+    message = f"The MCP server '{server.label}' did not answer within {seconds:.1f}s."
+    return _Failure(
+        protocol_error(TIMEOUT_CODE, message), f"Timed out after {seconds:.1f}s.", "timeout"
+    )
+
+
+def _leaves(exc: BaseException) -> Iterator[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield exc
+
+
+def _raise_failure(
+    server: McpServer, exc: BaseException, status: _StatusRecorder, budget: float
+) -> NoReturn:
+    """Turn whatever the SDK raised into a ``_Failure`` (the most telling leaf wins)."""
+    import httpx2
+    from mcp.shared.exceptions import MCPError
+    from pydantic import ValidationError
+
+    leaves = list(_leaves(exc))
+    for leaf in leaves:
+        if isinstance(leaf, _Failure):
+            raise leaf
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            code, reason = leaf.response.status_code, leaf.response.reason_phrase
+            raise _http_failure(code, reason)
+    if status.status is not None:
+        raise _http_failure(status.status, status.reason)
+    for leaf in leaves:
+        if isinstance(leaf, MCPError):
+            if leaf.code == TIMEOUT_CODE:
+                raise _timeout_failure(server, budget) from None
+            message = _scrub(leaf.message, server)
+            raise _Failure(
+                protocol_error(leaf.code, message),
+                f"MCP error {leaf.code}: {message}",
+                "mcp_protocol_error",
+            )
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.ConnectTimeout | httpx2.ConnectError | OSError):
+            message = "Could not connect to the MCP server."
+            raise _Failure(http_error(502, message), message, "http_error")
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.TimeoutException):
+            raise _timeout_failure(server, budget) from None
+    for leaf in leaves:
+        if isinstance(leaf, httpx2.TransportError):
+            message = "The connection to the MCP server failed."
+            raise _Failure(http_error(502, message), message, "http_error")
+    for leaf in leaves:
+        if isinstance(leaf, ValidationError | RuntimeError | ValueError):
+            message = "The MCP server sent an invalid response."
+            raise _Failure(protocol_error(INTERNAL_ERROR, message), message, "mcp_protocol_error")
+    first = leaves[0] if leaves else exc
+    logger.warning("unexpected MCP client error for %r: %s", server.label, type(first).__name__)
+    message = "The MCP client failed."
+    raise _Failure(protocol_error(INTERNAL_ERROR, message), message, "mcp_protocol_error")
+
+
+def _http_failure(code: int, reason: str) -> _Failure:
+    message = f"Http status code: {code}" + (f" ({reason})" if reason else "")
+    return _Failure(http_error(code, message), message, "http_error")
+
+
+def _scrub(text: str, server: McpServer) -> str:
+    for secret in server.secrets():
+        text = text.replace(secret, "[redacted]")
+    return text
+
+
+def _log_failure(operation: str, server: McpServer, failure: _Failure, started: float) -> None:
+    logger.warning(
+        "mcp %s %r (%s) failed after %.1f ms: %s",
+        operation,
+        server.label,
+        redact_url(server.url),
+        (time.monotonic() - started) * 1000,
+        _scrub(failure.summary, server),
+    )

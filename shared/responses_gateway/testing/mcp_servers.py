@@ -1,0 +1,302 @@
+"""Real MCP servers on loopback for tests, built with the official ``mcp`` SDK.
+
+Owns a few small servers, each served over streamable HTTP (``/mcp``, stateful or stateless) or
+the legacy SSE transport (``/sse``) by :func:`start_mcp_server`, in a uvicorn thread started with
+:func:`responses_gateway.testing.server.run_in_thread` (readiness is observed, never slept on):
+
+- ``calc``: ``add`` (annotated ``readOnlyHint``), ``divide`` (dividing by zero is a tool error),
+  ``repeat`` (long output on demand);
+- ``echo_auth``: ``echo_headers`` answers with the ``Authorization``, ``Host`` and ``X-Custom``
+  headers the server received;
+- ``failing``: listing tools answers a JSON-RPC error, and so does calling ``protocol_error``
+  (the ``calc`` tools work);
+- ``hanging``: ``hang`` never returns until the server stops (or :meth:`HangControl.release`);
+- ``auth_required``: the ``calc`` tools, behind HTTP 401 unless ``Authorization: Bearer
+  <MCP_TEST_TOKEN>`` is sent.
+
+DNS-rebinding protection of the SDK is off, so tests can send any ``Host`` header (the gateway's
+pinned transport keeps the URL's host name while dialling loopback). Importing this module
+imports the SDK; production code never imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from types import TracebackType
+from typing import Literal
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, Tool as McpToolDefinition, ToolAnnotations
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from responses_gateway.testing.server import RunningServer, run_in_thread
+
+__all__ = [
+    "MCP_TEST_TOKEN",
+    "HangControl",
+    "McpServerKind",
+    "McpServerPool",
+    "McpTransport",
+    "RunningMcpServer",
+    "create_mcp_app",
+    "start_mcp_server",
+]
+
+McpServerKind = Literal["calc", "echo_auth", "failing", "hanging", "auth_required"]
+McpTransport = Literal["streamable_http", "sse"]
+
+MCP_TEST_TOKEN = "mcp-test-token-7c1e0b"
+"""The bearer token the ``auth_required`` server accepts."""
+
+_NO_REBINDING_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+class HangControl:
+    """Lets tests see that ``hang`` was entered and release every hanging call (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        """Set once a ``hang`` call reached the server."""
+        self._lock = threading.Lock()
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self._released = False
+
+    async def wait(self) -> None:
+        """Block the calling tool until :meth:`release` (runs in the server's loop)."""
+        event = asyncio.Event()
+        with self._lock:
+            if self._released:
+                return
+            self._waiters.append((asyncio.get_running_loop(), event))
+        self.started.set()
+        await event.wait()
+
+    def release(self) -> None:
+        """Let every current and future ``hang`` call return."""
+        with self._lock:
+            self._released = True
+            waiters, self._waiters = self._waiters, []
+        for loop, event in waiters:
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(event.set)
+
+
+class RunningMcpServer:
+    """An MCP server in a uvicorn thread; stop it with :meth:`stop` or ``with``."""
+
+    def __init__(
+        self,
+        server: RunningServer,
+        kind: McpServerKind,
+        transport: McpTransport,
+        hang: HangControl,
+    ) -> None:
+        self._server = server
+        self.kind: McpServerKind = kind
+        self.transport: McpTransport = transport
+        self.hang = hang
+        """Observe and release calls of the ``hang`` tool (``hanging`` servers)."""
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return self._server.url
+
+    @property
+    def port(self) -> int:
+        """The port the server listens on."""
+        return self._server.port
+
+    @property
+    def url(self) -> str:
+        """The MCP endpoint: ``<base_url>/mcp`` (streamable HTTP) or ``<base_url>/sse``."""
+        return self.base_url + ("/sse" if self.transport == "sse" else "/mcp")
+
+    def stop(self) -> None:
+        """Release hanging calls, then shut the server down and join its thread. Idempotent."""
+        self.hang.release()
+        self._server.stop()
+
+    def __enter__(self) -> RunningMcpServer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def __repr__(self) -> str:
+        return f"RunningMcpServer(kind={self.kind!r}, url={self.url!r})"
+
+
+class _FailingServer(MCPServer):
+    """An MCP server whose ``tools/list`` answers a JSON-RPC error."""
+
+    async def list_tools(self) -> list[McpToolDefinition]:
+        raise MCPError(INTERNAL_ERROR, "tool listing is broken on purpose")
+
+
+def _add_calc_tools(server: MCPServer) -> None:
+    @server.tool(
+        description="Add two numbers.",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
+    )
+    def add(a: float, b: float) -> float:
+        return a + b
+
+    @server.tool(description="Divide a by b.")
+    def divide(a: float, b: float) -> float:
+        if b == 0:
+            raise ToolError("division by zero")
+        return a / b
+
+    @server.tool(
+        description="Repeat text a number of times.",
+        annotations=ToolAnnotations(read_only_hint=True),
+    )
+    def repeat(text: str, times: int) -> str:
+        return text * times
+
+
+def _build_server(kind: McpServerKind, control: HangControl) -> MCPServer:
+    server: MCPServer
+    if kind == "failing":
+        server = _FailingServer("failing", log_level="WARNING")
+    else:
+        server = MCPServer(kind, log_level="WARNING")
+    if kind in ("calc", "auth_required", "failing"):
+        _add_calc_tools(server)
+    if kind == "failing":
+
+        @server.tool(description="Answer with a JSON-RPC error instead of a result.")
+        def protocol_error() -> str:
+            raise MCPError(INVALID_PARAMS, "rejected on purpose")
+
+    elif kind == "echo_auth":
+
+        @server.tool(description="Report the request headers the server received.")
+        def echo_headers(ctx: Context) -> str:
+            headers = ctx.headers or {}
+            return json.dumps(
+                {
+                    "authorization": headers.get("authorization"),
+                    "host": headers.get("host"),
+                    "x_custom": headers.get("x-custom"),
+                }
+            )
+
+    elif kind == "hanging":
+
+        @server.tool(description="Never return (until the server stops).")
+        async def hang() -> str:
+            await control.wait()
+            return "released"
+
+    return server
+
+
+def _require_token(app: ASGIApp, token: str) -> ASGIApp:
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and dict(scope["headers"]).get(b"authorization") != expected:
+            body = b'{"error":"unauthorized"}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+def create_mcp_app(
+    kind: McpServerKind = "calc",
+    transport: McpTransport = "streamable_http",
+    *,
+    stateless: bool = False,
+    hang: HangControl | None = None,
+) -> ASGIApp:
+    """The ASGI app of one test server (streamable HTTP at ``/mcp``, SSE at ``/sse``)."""
+    server = _build_server(kind, hang or HangControl())
+    app: ASGIApp
+    if transport == "sse":
+        app = server.sse_app(transport_security=_NO_REBINDING_CHECK)
+    else:
+        app = server.streamable_http_app(
+            stateless_http=stateless, transport_security=_NO_REBINDING_CHECK
+        )
+    if kind == "auth_required":
+        app = _require_token(app, MCP_TEST_TOKEN)
+    return app
+
+
+def start_mcp_server(
+    kind: McpServerKind = "calc",
+    transport: McpTransport = "streamable_http",
+    *,
+    stateless: bool = False,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> RunningMcpServer:
+    """Serve one test server on loopback in a thread; return once it accepts connections.
+
+    Args:
+        kind: Which server (see the module docstring).
+        transport: ``streamable_http`` (endpoint ``/mcp``) or ``sse`` (endpoint ``/sse``).
+        stateless: Serve streamable HTTP without sessions (the SDK's ``stateless_http``).
+        host: The interface to bind.
+        port: The port; 0 picks a free one.
+    """
+    hang = HangControl()
+    app = create_mcp_app(kind, transport, stateless=stateless, hang=hang)
+    running = run_in_thread(app, host=host, port=port, graceful_timeout=2)
+    return RunningMcpServer(running, kind, transport, hang)
+
+
+class McpServerPool:
+    """Starts each ``(kind, transport, stateless)`` server once, on first use (e.g. per session).
+
+    ``pool.get("calc", "sse").url`` starts or reuses a server; :meth:`stop` stops them all.
+    """
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[McpServerKind, McpTransport, bool], RunningMcpServer] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        kind: McpServerKind = "calc",
+        transport: McpTransport = "streamable_http",
+        *,
+        stateless: bool = False,
+    ) -> RunningMcpServer:
+        """The running server of that kind, started now if needed."""
+        key = (kind, transport, stateless)
+        with self._lock:
+            if key not in self._running:
+                self._running[key] = start_mcp_server(kind, transport, stateless=stateless)
+            return self._running[key]
+
+    def stop(self) -> None:
+        """Stop every server started so far."""
+        with self._lock:
+            running, self._running = list(self._running.values()), {}
+        for server in running:
+            server.stop()
