@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
@@ -80,6 +81,7 @@ def create_app(
     *,
     client: httpx.AsyncClient | None = None,
     latch: UpgradeLatch = PROCESS_LATCH,
+    mcp_policy: Any = None,
 ) -> FastAPI:
     """The API app for ``config``, keeping state in ``store``.
 
@@ -89,6 +91,8 @@ def create_app(
         client: the upstream HTTP client; by default one is opened with the app's lifespan.
         latch: where ``api: auto`` providers record their upgrade to Responses (process-wide
             by default; tests pass their own).
+        mcp_policy: which MCP server URLs may be dialled (an ``McpPolicy``; from the
+            environment by default).
     """
     owned_client = client is None
     http = client or httpx.AsyncClient(
@@ -112,7 +116,7 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
-    app.state.gateway = Gateway(config, http, store, latch)
+    app.state.gateway = Gateway(config, http, store, latch, mcp_policy=mcp_policy)
 
     @app.exception_handler(GatewayError)
     async def _gateway_error(_: Request, exc: GatewayError) -> JSONResponse:

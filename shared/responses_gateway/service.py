@@ -29,8 +29,10 @@ from responses_gateway.loop.prepared import (
     to_model_items,
 )
 from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
+    McpTool,
     echo_fields,
     parse_create_request,
     request_input,
@@ -99,7 +101,7 @@ def _reject_unsupported(request: CreateResponseRequest) -> None:
         )
     for index, tool in enumerate(request.tools or []):
         kind = getattr(tool, "type", None)
-        if kind != "function":
+        if kind not in ("function", "mcp"):
             raise InvalidRequestError(
                 f"Tool type '{kind}' is not supported by this gateway yet.",
                 param=f"tools[{index}].type",
@@ -116,11 +118,31 @@ class Gateway:
         client: httpx.AsyncClient,
         store: Store,
         latch: UpgradeLatch = PROCESS_LATCH,
+        *,
+        mcp_policy: Any = None,
+        max_tool_calls: int = 32,
     ) -> None:
         self.config = config
         self.client = client
         self.store = store
         self.latch = latch
+        self.max_tool_calls = max_tool_calls
+        self._mcp_policy = mcp_policy
+        self._mcp_client: Any = None
+
+    def _gateway_tools(
+        self, request: CreateResponseRequest, context: list[dict[str, Any]]
+    ) -> ToolRegistry:
+        """The request's gateway tools; the MCP machinery is imported only when it has some."""
+        mcp_tools = [t for t in request.tools or [] if isinstance(t, McpTool)]
+        if not mcp_tools:
+            return NO_GATEWAY_TOOLS
+        from responses_gateway.gateway_tools import McpToolRegistry
+        from responses_gateway.mcp.client import McpClient
+
+        if self._mcp_client is None:
+            self._mcp_client = McpClient(self._mcp_policy)
+        return McpToolRegistry(mcp_tools, self._mcp_client, context)
 
     async def load_context(
         self, tenant: str, previous_response_id: str | None, conversation: Any
@@ -162,13 +184,13 @@ class Gateway:
             tenant, request.previous_response_id, request.conversation
         )
         prepared = prepare_input(request_input(request), context_ids=context.item_ids)
+        approved = plan_approvals(context.history, prepared.items)
         if not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
                 "Missing required parameter: 'input'.",
                 param="input",
                 code="missing_required_parameter",
             )
-        approved = plan_approvals(context.history, prepared.items)
         state = LoopState(
             response_id=new_id("resp"),
             created_at=int(time.time()),
@@ -183,6 +205,8 @@ class Gateway:
         ctx = LoopContext(
             adapter=make_adapter(provider, self.client, self.latch),
             upstream_model=upstream_model,
+            tools=self._gateway_tools(request, [*context.history, *prepared.items]),
+            max_tool_calls=self.max_tool_calls,
             persist=self._persister(tenant, prepared.items, context, request.store is not False),
         )
         options = request.stream_options

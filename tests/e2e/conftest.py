@@ -8,6 +8,7 @@ the recordings and the upgrade latch are reset before every test. The client is 
 from __future__ import annotations
 
 import threading
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 from responses_gateway.adapters.select import UpgradeLatch
 from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
+from responses_gateway.mcp.security import McpPolicy
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
@@ -59,11 +61,30 @@ class Stack:
         raise AssertionError(f"{response_id} never reached status {status!r}")
 
     def scan_table(self) -> str:
-        """Every stored byte of the table, as text (for secret scans)."""
-        chunks: list[str] = []
+        """Everything stored in the table as text, compressed and chunked bodies decoded (for
+        secret scans: a scan of raw bytes would miss what zlib hides)."""
+        texts: list[str] = []
+        chunks: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
         for page in self.dynamo.client.get_paginator("scan").paginate(TableName=TABLE):
-            chunks.append(repr(page["Items"]))
-        return "".join(chunks)
+            for item in page["Items"]:
+                texts.append(repr(item))
+                if "body" in item:
+                    texts.append(_inflate(bytes(item["body"]["B"])))
+                if "d" in item:
+                    prefix, index = item["SK"]["S"].rsplit("#", 1)
+                    chunks.setdefault((item["PK"]["S"], prefix), []).append(
+                        (int(index), bytes(item["d"]["B"]))
+                    )
+        for parts in chunks.values():
+            texts.append(_inflate(b"".join(part for _, part in sorted(parts))))
+        return "\n".join(texts)
+
+
+def _inflate(blob: bytes) -> str:
+    try:
+        return zlib.decompress(blob).decode("utf-8", "replace")
+    except zlib.error:
+        return blob.decode("utf-8", "replace")
 
 
 @pytest.fixture(scope="session")
@@ -101,7 +122,8 @@ def stack() -> Iterator[Stack]:
     latch = UpgradeLatch()
     dynamo = start_local_dynamodb(table_name=TABLE)
     store = DynamoStore(dynamo.client, TABLE)
-    gateway_server = run_in_thread(create_app(config, store, latch=latch))
+    policy = McpPolicy(allow_http=True, allow_loopback=True)  # test MCP servers are local
+    gateway_server = run_in_thread(create_app(config, store, latch=latch, mcp_policy=policy))
     try:
         yield Stack(upstream, upstream_server, gateway_server, latch, dynamo)
     finally:

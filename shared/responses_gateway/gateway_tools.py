@@ -1,0 +1,121 @@
+"""A request's MCP servers behind the loop's tool-registry seam.
+
+Owns the per-request view of gateway-owned tools: which servers the request names (with their
+secrets, kept in memory only), which of their tools the model may see (``allowed_tools``), under
+which names (:func:`~responses_gateway.loop.tools.exposed_name`), which calls need approval
+(``require_approval``, approval required when omitted), listing the servers the context has no
+``mcp_list_tools`` item for, and running calls through :class:`~responses_gateway.mcp.client.
+McpClient`. It decides nothing about the loop. Imported only for requests with MCP tools: the
+``mcp`` SDK is heavy and stays off the cold-start path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import Any
+
+from responses_gateway.errors import InvalidRequestError
+from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.tools import GatewayTool, ToolOutcome, exposed_name
+from responses_gateway.mcp.client import (
+    McpClient,
+    McpListError,
+    McpServer,
+    ToolInfo,
+    protocol_error,
+)
+from responses_gateway.mcp.tools import (
+    filter_allowed,
+    function_tool,
+    list_tools_item,
+    listed_tools_in_context,
+    needs_approval,
+    server_from_tool,
+)
+from responses_gateway.protocol.request import McpTool
+
+__all__ = ["McpToolRegistry"]
+
+
+class McpToolRegistry:
+    """The gateway tools of one request (implements ``loop.tools.ToolRegistry``)."""
+
+    def __init__(
+        self, tools: list[McpTool], client: McpClient, context: Iterable[dict[str, Any]]
+    ) -> None:
+        self._specs: dict[str, McpTool] = {}
+        for index, tool in enumerate(tools):
+            if tool.server_label in self._specs:
+                raise InvalidRequestError(
+                    f"Duplicate MCP server_label '{tool.server_label}'.",
+                    param=f"tools[{index}].server_label",
+                    code="invalid_value",
+                )
+            self._specs[tool.server_label] = tool
+        self._servers: dict[str, McpServer] = {
+            label: server_from_tool(spec) for label, spec in self._specs.items()
+        }
+        self._client = client
+        listed = listed_tools_in_context(context)
+        self._listed: dict[str, list[ToolInfo]] = {
+            label: tools for label, tools in listed.items() if label in self._specs
+        }
+        self._definitions: list[dict[str, Any]] = []
+        self._by_name: dict[str, GatewayTool] = {}
+        self._index()
+
+    def _index(self) -> None:
+        self._definitions = []
+        self._by_name = {}
+        for label, spec in self._specs.items():
+            for tool in filter_allowed(self._listed.get(label, []), spec.allowed_tools):
+                name = exposed_name(label, tool.name)
+                self._definitions.append(function_tool(name, tool))
+                self._by_name[name] = GatewayTool(
+                    label, tool.name, needs_approval(spec.require_approval, tool)
+                )
+
+    def model_tools(self) -> list[dict[str, Any]]:
+        return list(self._definitions)
+
+    def lookup(self, name: str) -> GatewayTool | None:
+        return self._by_name.get(name)
+
+    async def prepare(self, state: LoopState, out: OutputWriter) -> None:
+        """List, in parallel, every server the context has no listing for; report each listing
+        as an ``mcp_list_tools`` item (failed ones with their error), then fail on the first
+        failure."""
+        missing = [label for label in self._specs if label not in self._listed]
+        if not missing:
+            return
+        writers = [out.mcp_list_tools(label) for label in missing]
+        results = await asyncio.gather(
+            *(self._client.list_tools(self._servers[label]) for label in missing),
+            return_exceptions=True,
+        )
+        failure: McpListError | None = None
+        for label, writer, result in zip(missing, writers, results, strict=True):
+            if isinstance(result, McpListError):
+                writer.fail(result.message)
+                failure = failure or result
+                continue
+            if isinstance(result, BaseException):
+                raise result
+            allowed = filter_allowed(result, self._specs[label].allowed_tools)
+            writer.complete(list_tools_item(label, allowed)["tools"])
+            self._listed[label] = allowed
+        if failure is not None:
+            raise failure
+        self._index()
+
+    async def execute(self, call: dict[str, Any]) -> ToolOutcome:
+        label = str(call.get("server_label"))
+        server = self._servers.get(label)
+        if server is None:
+            return ToolOutcome(
+                error=protocol_error(-32602, f"No MCP server '{label}' in this request's tools.")
+            )
+        result = await self._client.call_tool(server, str(call.get("name")), call.get("arguments"))
+        return ToolOutcome(output=result.output, error=result.error)
