@@ -45,12 +45,11 @@ import httpx
 
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import aiter_sse
-from responses_gateway.adapters.wire import finish_reading, loads_json, passed_headers
+from responses_gateway.adapters.wire import UpstreamEndpoint, finish_reading, loads_json
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
     UpstreamStatusError,
-    UpstreamTransportError,
 )
 from responses_gateway.loop.output import MessageWriter, OutputWriter, ReasoningWriter
 from responses_gateway.loop.state import StopReason, TurnResult
@@ -526,12 +525,9 @@ class ChatCompletionsAdapter:
     ) -> None:
         """``timeout``: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
         client's own timeouts."""
-        self._client = client
-        self._url = base_url.rstrip("/") + "/chat/completions"
-        self._timeout = None if timeout is None else httpx.Timeout(timeout, connect=10.0)
-        self._headers = {"Accept": "text/event-stream", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._endpoint = UpstreamEndpoint.at(
+            client, base_url, "/chat/completions", api_key, headers, timeout
+        )
 
     async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
         """Stream one chat completion into ``out``; see the module docstring for the rules.
@@ -547,49 +543,22 @@ class ChatCompletionsAdapter:
         """
         payload = to_chat_request(call)
         stream = _ChatStream(out)
-        timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
-        try:
-            async with self._client.stream(
-                "POST", self._url, json=payload, headers=self._headers, timeout=timeout
-            ) as response:
-                if not 200 <= response.status_code < 300:
-                    await response.aread()
-                    error = _status_error(response.status_code, response.text)
-                    error.headers.update(passed_headers(response))
-                    raise error
-                content_type = response.headers.get("content-type", "")
-                if content_type.startswith(_NOT_A_STREAM):
-                    await response.aread()
-                    kind = "JSON" if content_type.startswith("application/json") else "HTML"
-                    raise UpstreamProtocolError(
-                        f"The upstream model answered with {kind} instead of an event stream: "
-                        + response.text[:200]
-                    )
-                out.upstream_responding()
-                # aiter_sse is an async generator: close it even when we stop early.
-                sse = aiter_sse(response)
-                async with aclosing(sse) as events:
-                    async for event in events:
-                        if stream.feed(event.data):
-                            await finish_reading(events)  # so the connection is reused
-                            break
-        except httpx.TimeoutException as exc:
-            raise UpstreamTransportError(
-                f"The upstream model timed out: {type(exc).__name__}"
-            ) from exc
-        except UpstreamTransportError as exc:  # from the SSE reader: say so if it was a timeout
-            cause = exc.__cause__
-            if not isinstance(cause, httpx.TimeoutException):
-                raise
-            raise UpstreamTransportError(
-                f"The upstream model timed out mid-stream: {type(cause).__name__}"
-            ) from cause
-        except httpx.TransportError as exc:
-            raise UpstreamTransportError(
-                f"The upstream model could not be reached: {type(exc).__name__}"
-            ) from exc
-        except httpx.DecodingError as exc:
-            raise UpstreamProtocolError("The upstream model's stream was undecodable.") from exc
+        async with self._endpoint.stream(payload, _status_error) as response:
+            content_type = response.headers.get("content-type", "")
+            if content_type.startswith(_NOT_A_STREAM):
+                await response.aread()
+                kind = "JSON" if content_type.startswith("application/json") else "HTML"
+                raise UpstreamProtocolError(
+                    f"The upstream model answered with {kind} instead of an event stream: "
+                    + response.text[:200]
+                )
+            out.upstream_responding()
+            # aiter_sse is an async generator: close it even when we stop early.
+            async with aclosing(aiter_sse(response)) as events:
+                async for event in events:
+                    if stream.feed(event.data):
+                        await finish_reading(events)  # so the connection is reused
+                        break
         if not stream.decoded:
             raise UpstreamProtocolError(
                 "The upstream model answered with no event stream: its body held no data events."

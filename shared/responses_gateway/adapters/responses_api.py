@@ -35,11 +35,10 @@ import httpx
 
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import ServerSentEvent, aiter_sse
-from responses_gateway.adapters.wire import finish_reading, loads_json, passed_headers
+from responses_gateway.adapters.wire import UpstreamEndpoint, finish_reading, loads_json
 from responses_gateway.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
-    UpstreamTransportError,
 )
 from responses_gateway.loop.output import (
     FunctionCallWriter,
@@ -460,12 +459,9 @@ class ResponsesAdapter:
     ) -> None:
         """``timeout``: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
         client's own timeouts."""
-        self._client = client
-        self._url = base_url.rstrip("/") + "/responses"
-        self._timeout = None if timeout is None else httpx.Timeout(timeout, connect=10.0)
-        self._headers = {"Accept": "text/event-stream", **(headers or {})}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._endpoint = UpstreamEndpoint.at(
+            client, base_url, "/responses", api_key, headers, timeout
+        )
 
     async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
         """Send ``call`` upstream and report its output through ``out``.
@@ -477,35 +473,9 @@ class ResponsesAdapter:
             UpstreamProtocolError: an unparsable event or a stream with no terminal event.
         """
         payload = to_responses_request(call)
-        timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
-        try:
-            async with self._client.stream(
-                "POST", self._url, json=payload, headers=self._headers, timeout=timeout
-            ) as response:
-                if not response.is_success:
-                    raw = (await response.aread()).decode("utf-8", errors="replace")
-                    error = _status_error(response.status_code, raw)
-                    error.headers.update(passed_headers(response))
-                    raise error
-                out.upstream_responding()
-                async with aclosing(aiter_sse(response)) as events:
-                    result = await _StreamReader(out).read(events)
-                    await finish_reading(events)  # so the connection is reused
-                    return result
-        except httpx.TimeoutException as exc:
-            raise UpstreamTransportError(
-                f"The upstream model timed out: {type(exc).__name__}"
-            ) from exc
-        except UpstreamTransportError as exc:  # from the SSE reader: say so if it was a timeout
-            cause = exc.__cause__
-            if not isinstance(cause, httpx.TimeoutException):
-                raise
-            raise UpstreamTransportError(
-                f"The upstream model timed out mid-stream: {type(cause).__name__}"
-            ) from cause
-        except httpx.TransportError as exc:
-            raise UpstreamTransportError(
-                f"The upstream model could not be reached: {type(exc).__name__}"
-            ) from exc
-        except httpx.DecodingError as exc:
-            raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
+        async with self._endpoint.stream(payload, _status_error) as response:
+            out.upstream_responding()
+            async with aclosing(aiter_sse(response)) as events:
+                result = await _StreamReader(out).read(events)
+                await finish_reading(events)  # so the connection is reused
+                return result

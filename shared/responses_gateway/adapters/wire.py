@@ -1,6 +1,8 @@
-"""Helpers every adapter needs to read an upstream answer safely.
+"""Helpers every adapter needs to reach an upstream and read its answer safely.
 
-Owns two small rules shared by all wire formats: upstream JSON is decoded so that no lone UTF-16
+Owns :class:`UpstreamEndpoint` (where an adapter posts, with which key, headers and timeout, and
+how HTTP and transport failures map to :mod:`responses_gateway.errors`), plus two small rules
+shared by all wire formats: upstream JSON is decoded so that no lone UTF-16
 surrogate (a JSON escape like ``"\\ud83d"`` with no partner) survives into our own output, which
 no UTF-8 encoder accepts; and which headers of an upstream HTTP error are passed on to the client
 (``retry-after``, so the SDK's backoff honours the provider's). Nothing here parses a wire format.
@@ -12,12 +14,25 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-__all__ = ["clean_surrogates", "finish_reading", "loads_json", "passed_headers"]
+from responses_gateway.errors import (
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTransportError,
+)
+
+__all__ = [
+    "UpstreamEndpoint",
+    "clean_surrogates",
+    "finish_reading",
+    "loads_json",
+    "passed_headers",
+]
 
 _TRAILER_WAIT = 0.5
 """Seconds to wait for the end of an upstream body once its terminal event arrived."""
@@ -69,3 +84,77 @@ async def finish_reading(events: AsyncIterator[Any]) -> None:
         async with asyncio.timeout(_TRAILER_WAIT):
             async for _ in events:
                 pass
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamEndpoint:
+    """One upstream endpoint an adapter streams from."""
+
+    client: httpx.AsyncClient
+    url: str
+    headers: dict[str, str]
+    timeout: httpx.Timeout | None
+    """Seconds to wait for upstream bytes (connecting: 10 s); None keeps the client's own."""
+
+    @classmethod
+    def at(
+        cls,
+        client: httpx.AsyncClient,
+        base_url: str,
+        path: str,
+        api_key: str | None,
+        headers: dict[str, str] | None,
+        timeout: float | None,
+    ) -> UpstreamEndpoint:
+        """``{base_url}{path}``, with ``Authorization: Bearer`` only when a key is set."""
+        merged = {"Accept": "text/event-stream", **(headers or {})}
+        if api_key:
+            merged["Authorization"] = f"Bearer {api_key}"
+        return cls(
+            client=client,
+            url=base_url.rstrip("/") + path,
+            headers=merged,
+            timeout=None if timeout is None else httpx.Timeout(timeout, connect=10.0),
+        )
+
+    @contextlib.asynccontextmanager
+    async def stream(
+        self, payload: dict[str, Any], status_error: Callable[[int, str], UpstreamStatusError]
+    ) -> AsyncIterator[httpx.Response]:
+        """POST ``payload`` and yield the 2xx streaming response.
+
+        Raises:
+            UpstreamStatusError: a non-2xx answer (built by ``status_error`` from the status and
+                body), before anything was yielded; it carries the headers the client may see.
+            UpstreamTransportError: the upstream could not be reached, timed out (before or
+                during the stream) or dropped the connection.
+            UpstreamProtocolError: the body could not be decoded.
+        """
+        timeout = httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout
+        try:
+            async with self.client.stream(
+                "POST", self.url, json=payload, headers=self.headers, timeout=timeout
+            ) as response:
+                if not response.is_success:
+                    raw = (await response.aread()).decode("utf-8", errors="replace")
+                    error = status_error(response.status_code, raw)
+                    error.headers.update(passed_headers(response))
+                    raise error
+                yield response
+        except httpx.TimeoutException as exc:
+            raise UpstreamTransportError(
+                f"The upstream model timed out: {type(exc).__name__}"
+            ) from exc
+        except UpstreamTransportError as exc:  # from the SSE reader: say so if it was a timeout
+            cause = exc.__cause__
+            if not isinstance(cause, httpx.TimeoutException):
+                raise
+            raise UpstreamTransportError(
+                f"The upstream model timed out mid-stream: {type(cause).__name__}"
+            ) from cause
+        except httpx.TransportError as exc:
+            raise UpstreamTransportError(
+                f"The upstream model could not be reached: {type(exc).__name__}"
+            ) from exc
+        except httpx.DecodingError as exc:
+            raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
