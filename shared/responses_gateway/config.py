@@ -11,17 +11,25 @@ model names go to which provider. Two sources, read once at startup:
 
 An upstream key is held only in :class:`Provider` (excluded from its ``repr``) and read from the
 file or from the environment variable the file names (``api_key_env``). Nothing here logs.
+
+The same file may also list **operator MCP servers** (``mcp_servers``): servers the gateway
+trusts, which a request selects by ``server_label`` alone (see ``docs/mcp.md``). Each has exactly
+one of ``url`` (a remote server over streamable HTTP or SSE) or ``command`` (a stdio server the
+gateway spawns). Their secrets (``headers``, ``headers_env``, ``env``, ``env_from``) are resolved
+here, at startup, and kept out of every ``repr``; every mistake is a :class:`ConfigError`.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
 
@@ -29,6 +37,8 @@ __all__ = [
     "ApiMode",
     "ConfigError",
     "GatewayConfig",
+    "McpServerTransport",
+    "OperatorMcpServer",
     "Provider",
     "load_config",
     "parse_config",
@@ -64,11 +74,58 @@ class Provider:
         return self.default or (not self.models and not self.prefixes)
 
 
+McpServerTransport = Literal["stdio", "streamable_http", "sse", "auto"]
+"""How the gateway reaches an operator MCP server: ``stdio`` for ``command`` servers; for ``url``
+servers ``auto`` (SSE when the path ends in ``/sse``, else streamable HTTP) or a pinned one."""
+
+
+@dataclass(frozen=True, slots=True)
+class OperatorMcpServer:
+    """An MCP server the operator configured; a request selects it by ``server_label``.
+
+    Exactly one of ``url`` and ``command`` is set. ``headers`` (``headers_env`` already resolved)
+    and ``env`` (``env_from`` already resolved) may hold secrets; ``args`` may too. None of them
+    appears in the ``repr``, and the URL appears there without path, query or userinfo.
+    """
+
+    server_label: str
+    transport: McpServerTransport
+    url: str | None = field(default=None, repr=False)
+    """A remote server's endpoint (``http``/``https``); ``None`` for a stdio server."""
+    command: str | None = None
+    """A stdio server's executable; ``None`` for a remote server."""
+    args: tuple[str, ...] = field(default=(), repr=False)
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Extra environment variables of a stdio server's process (the rest is minimal)."""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """HTTP headers sent to a remote server (its credentials, typically)."""
+
+    def __repr__(self) -> str:
+        where = (
+            f"command={self.command!r}"
+            if self.command is not None
+            else f"url={_origin(self.url)!r}"
+        )
+        return (
+            f"OperatorMcpServer(server_label={self.server_label!r}, "
+            f"transport={self.transport!r}, {where})"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
-    """The providers, and how a request's ``model`` picks one."""
+    """The providers, and how a request's ``model`` picks one; the operator's MCP servers."""
 
     providers: tuple[Provider, ...]
+    mcp_servers: tuple[OperatorMcpServer, ...] = ()
+    """MCP servers requests may select by ``server_label`` (with no ``server_url``)."""
+
+    def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
+        """The operator MCP server labelled ``server_label``, or ``None``."""
+        for server in self.mcp_servers:
+            if server.server_label == server_label:
+                return server
+        return None
 
     def route(self, model: str) -> tuple[Provider, str]:
         """The provider for ``model`` and the model name to send it.
@@ -137,7 +194,13 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
 
 
 def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> GatewayConfig:
-    """Build a config from a parsed file: ``{"providers": [{...}, ...]}``."""
+    """Build a config from a parsed file: ``{"providers": [{...}, ...], "mcp_servers": [...]}``.
+
+    ``mcp_servers`` is optional; see :class:`OperatorMcpServer`.
+
+    Raises:
+        ConfigError: the file breaks a rule (the message names the entry, never a secret).
+    """
     env = os.environ if env is None else env
     raw_providers = data.get("providers")
     if not isinstance(raw_providers, list) or not raw_providers:
@@ -148,7 +211,7 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         raise ConfigError("provider names must be unique")
     if sum(1 for p in providers if p.default) > 1:
         raise ConfigError("at most one provider may be the default")
-    return GatewayConfig(providers)
+    return GatewayConfig(providers, _mcp_servers(data.get("mcp_servers"), env))
 
 
 def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
@@ -179,3 +242,176 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
         },
         env,
     )
+
+
+# --------------------------------------------------------------------------- operator MCP servers
+
+_MCP_KEYS = frozenset(
+    {
+        "server_label",
+        "url",
+        "command",
+        "args",
+        "env",
+        "env_from",
+        "headers",
+        "headers_env",
+        "transport",
+    }
+)
+_MCP_LABEL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_URL_TRANSPORTS: tuple[str, ...] = ("auto", "streamable_http", "sse")
+
+
+def _origin(url: str | None) -> str:
+    """``scheme://host[:port]`` of ``url``: what a ``repr`` may show."""
+    try:
+        parts = urlsplit(url or "")
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<malformed url>"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def _str_table(value: Any, what: str, name: str) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ConfigError(f"{name}: {what} must be a table of strings")
+    return dict(value)
+
+
+def _from_env(
+    table: Mapping[str, str], env: Mapping[str, str], what: str, name: str
+) -> dict[str, str]:
+    """``{key: env[variable]}`` for ``{key: variable}``; every variable must be set."""
+    resolved: dict[str, str] = {}
+    for key, variable in table.items():
+        value = env.get(variable)
+        if value is None or value == "":
+            raise ConfigError(
+                f"{name}: {what} names the environment variable {variable!r}, which is not set"
+            )
+        resolved[key] = value
+    return resolved
+
+
+def _check_url(url: Any, name: str) -> str:
+    if not isinstance(url, str):
+        raise ConfigError(f"{name}: url must be a string")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        raise ConfigError(f"{name}: url is malformed") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"{name}: url must be an http(s) URL with a host")
+    if parts.username is not None or parts.password is not None:
+        raise ConfigError(f"{name}: url must not contain credentials; use headers or headers_env")
+    return url
+
+
+def _remote_headers(raw: Mapping[str, Any], env: Mapping[str, str], name: str) -> dict[str, str]:
+    headers = _str_table(raw.get("headers"), "headers", name)
+    from_env = _str_table(raw.get("headers_env"), "headers_env", name)
+    both = {k.lower() for k in headers} & {k.lower() for k in from_env}
+    if both:
+        raise ConfigError(f"{name}: header {sorted(both)[0]!r} is in both headers and headers_env")
+    headers.update(_from_env(from_env, env, "headers_env", name))
+    # The header rules of the MCP client (size, names, no transport-owned headers), checked now
+    # rather than on the first request. Imported here: the MCP package is not needed otherwise.
+    from responses_gateway.errors import InvalidRequestError
+    from responses_gateway.mcp.client import McpServer
+
+    try:
+        McpServer(label="check", url="https://check.invalid", headers=headers)
+    except InvalidRequestError as exc:
+        raise ConfigError(f"{name}: {exc.message}") from None
+    return headers
+
+
+def _stdio_env(raw: Mapping[str, Any], env: Mapping[str, str], name: str) -> dict[str, str]:
+    child = _str_table(raw.get("env"), "env", name)
+    from_env = _str_table(raw.get("env_from"), "env_from", name)
+    both = set(child) & set(from_env)
+    if both:
+        raise ConfigError(f"{name}: variable {sorted(both)[0]!r} is in both env and env_from")
+    child.update(_from_env(from_env, env, "env_from", name))
+    for key, value in child.items():
+        if not _ENV_NAME.match(key):
+            raise ConfigError(f"{name}: {key!r} is not a valid environment variable name")
+        if "\x00" in value:
+            raise ConfigError(f"{name}: the value of {key!r} contains a NUL character")
+    return child
+
+
+def _mcp_server(raw: Any, env: Mapping[str, str], index: int) -> OperatorMcpServer:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"mcp_servers[{index}] must be a table")
+    label = raw.get("server_label")
+    if not isinstance(label, str) or not _MCP_LABEL.match(label):
+        raise ConfigError(
+            f"mcp_servers[{index}]: server_label must be 1-64 letters, digits, '_' or '-'"
+        )
+    name = f"mcp server {label!r}"
+    unknown = sorted(set(raw) - _MCP_KEYS)
+    if unknown:
+        raise ConfigError(f"{name}: unknown key {unknown[0]!r}")
+    url, command = raw.get("url"), raw.get("command")
+    if (url is None) == (command is None):
+        raise ConfigError(f"{name}: give exactly one of url (remote) or command (stdio)")
+    transport = raw.get("transport")
+    if url is not None:
+        if transport is None:
+            transport = "auto"
+        if transport not in _URL_TRANSPORTS:
+            raise ConfigError(
+                f"{name}: transport of a url server must be one of {', '.join(_URL_TRANSPORTS)}"
+            )
+        for key in ("args", "env", "env_from"):
+            if raw.get(key) is not None:
+                raise ConfigError(f"{name}: {key} only applies to command (stdio) servers")
+        return OperatorMcpServer(
+            server_label=label,
+            transport=cast(McpServerTransport, transport),
+            url=_check_url(url, name),
+            headers=_remote_headers(raw, env, name),
+        )
+    if not isinstance(command, str) or not command.strip() or "\x00" in command:
+        raise ConfigError(f"{name}: command must be a non-empty string")
+    if transport not in (None, "stdio"):
+        raise ConfigError(f"{name}: transport of a command server must be 'stdio'")
+    for key in ("headers", "headers_env"):
+        if raw.get(key) is not None:
+            raise ConfigError(f"{name}: {key} only applies to url servers")
+    args = raw.get("args")
+    if args is None:
+        args = []
+    if not isinstance(args, list) or not all(isinstance(a, str) and "\x00" not in a for a in args):
+        raise ConfigError(f"{name}: args must be a list of strings")
+    return OperatorMcpServer(
+        server_label=label,
+        transport="stdio",
+        command=command,
+        args=tuple(args),
+        env=_stdio_env(raw, env, name),
+    )
+
+
+def _mcp_servers(raw: Any, env: Mapping[str, str]) -> tuple[OperatorMcpServer, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise ConfigError("mcp_servers must be a list of tables")
+    servers = tuple(_mcp_server(entry, env, i) for i, entry in enumerate(raw))
+    labels = [s.server_label for s in servers]
+    for label in labels:
+        if labels.count(label) > 1:
+            raise ConfigError(f"mcp server labels must be unique: {label!r} appears twice")
+    return servers

@@ -1,8 +1,10 @@
 """A request's MCP servers behind the loop's tool-registry seam.
 
 Owns the per-request view of gateway-owned tools: which servers the request names (with their
-secrets, kept in memory only), which of their tools the model may see (``allowed_tools``), under
-which names (:func:`~responses_gateway.loop.tools.exposed_name`), which calls need approval
+secrets, kept in memory only: a ``server_url`` of its own, or the ``server_label`` of a server
+the operator configured, see :func:`~responses_gateway.mcp.tools.select_server`), which of
+their tools the model may see (``allowed_tools``), under which names
+(:func:`~responses_gateway.loop.tools.exposed_name`), which calls need approval
 (``require_approval``, approval required when omitted), listing the servers the context has no
 ``mcp_list_tools`` item for, and running calls through :class:`~responses_gateway.mcp.client.
 McpClient`. It decides nothing about the loop. Imported only for requests with MCP tools: the
@@ -12,9 +14,10 @@ McpClient`. It decides nothing about the loop. Imported only for requests with M
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from responses_gateway.config import OperatorMcpServer
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import LoopState
@@ -32,7 +35,7 @@ from responses_gateway.mcp.tools import (
     list_tools_item,
     listed_tools_in_context,
     needs_approval,
-    server_from_tool,
+    select_server,
 )
 from responses_gateway.protocol.request import McpTool
 
@@ -40,13 +43,35 @@ __all__ = ["McpToolRegistry"]
 
 
 class McpToolRegistry:
-    """The gateway tools of one request (implements ``loop.tools.ToolRegistry``)."""
+    """The gateway tools of one request (implements ``loop.tools.ToolRegistry``).
+
+    Args:
+        tools: The request's ``tools`` (pass all of them, so that error ``param`` values such
+            as ``tools[2].server_url`` index the request's list; tools other than ``mcp`` ones
+            are skipped).
+        client: Runs the listings and calls.
+        context: History and input items (``mcp_list_tools`` items there are reused).
+        operator_servers: The servers the operator configured (``GatewayConfig.mcp_servers``),
+            selectable by ``server_label`` alone.
+
+    Raises:
+        InvalidRequestError: two MCP tools share a label, or a tool selects no usable server
+            (see :func:`~responses_gateway.mcp.tools.select_server`).
+    """
 
     def __init__(
-        self, tools: list[McpTool], client: McpClient, context: Iterable[dict[str, Any]]
+        self,
+        tools: Sequence[object],
+        client: McpClient,
+        context: Iterable[dict[str, Any]],
+        operator_servers: Iterable[OperatorMcpServer] = (),
     ) -> None:
+        operators = {server.server_label: server for server in operator_servers}
         self._specs: dict[str, McpTool] = {}
+        self._servers: dict[str, McpServer] = {}
         for index, tool in enumerate(tools):
+            if not isinstance(tool, McpTool):
+                continue
             if tool.server_label in self._specs:
                 raise InvalidRequestError(
                     f"Duplicate MCP server_label '{tool.server_label}'.",
@@ -54,9 +79,7 @@ class McpToolRegistry:
                     code="invalid_value",
                 )
             self._specs[tool.server_label] = tool
-        self._servers: dict[str, McpServer] = {
-            label: server_from_tool(spec) for label, spec in self._specs.items()
-        }
+            self._servers[tool.server_label] = select_server(tool, operators, index=index)
         self._client = client
         listed = listed_tools_in_context(context)
         self._listed: dict[str, list[ToolInfo]] = {

@@ -142,7 +142,9 @@ class Gateway:
 
         if self._mcp_client is None:
             self._mcp_client = McpClient(self._mcp_policy)
-        return McpToolRegistry(mcp_tools, self._mcp_client, context)
+        return McpToolRegistry(
+            request.tools or [], self._mcp_client, context, self.config.mcp_servers
+        )
 
     async def load_context(
         self, tenant: str, previous_response_id: str | None, conversation: Any

@@ -489,16 +489,6 @@ INVALID: list[tuple[str, Any, tuple[str, str | None, str]]] = [
         ),
     ),
     (
-        "mcp_tool_without_server",
-        _body(tools=[{"type": "mcp", "server_label": "docs"}]),
-        (
-            "Missing required parameter: 'tools[0].server_url'. One of 'server_url', "
-            "'connector_id' or 'tunnel_id' must be provided.",
-            "tools[0].server_url",
-            "missing_required_parameter",
-        ),
-    ),
-    (
         "mcp_tool_bad_url",
         _body(tools=[{"type": "mcp", "server_label": "docs", "server_url": "file:///etc"}]),
         (

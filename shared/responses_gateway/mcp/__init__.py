@@ -1,14 +1,14 @@
-"""Remote MCP servers as gateway-owned tools.
+"""MCP servers (a request's remote ones, and the operator's) as gateway-owned tools.
 
 Three parts, all cheap to import (the ``mcp`` SDK and ``httpx2`` load on the first real
 operation, never at import):
 
 - :mod:`.security`: the SSRF guard (:func:`check_server_url`, :class:`McpPolicy`) and the
   transport that dials only the checked address;
-- :mod:`.client`: :class:`McpClient` (``list_tools`` / ``call_tool`` over streamable HTTP or SSE,
-  under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`);
-- :mod:`.tools`: pure helpers (``allowed_tools``, ``require_approval``, function names, the
-  request's :class:`McpToolset`, ``mcp_list_tools`` items).
+- :mod:`.client`: :class:`McpClient` (``list_tools`` / ``call_tool`` over streamable HTTP, SSE or
+  stdio, under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`);
+- :mod:`.tools`: pure helpers (server selection, ``allowed_tools``, ``require_approval``,
+  function names, the request's :class:`McpToolset`, ``mcp_list_tools`` items).
 
 This package does not drive the agent loop: the loop asks it questions and runs its calls.
 """
@@ -21,6 +21,7 @@ from responses_gateway.mcp.client import (
     ToolInfo,
     ToolResult,
     TransportKind,
+    child_environment,
     http_error,
     protocol_error,
     tool_execution_error,
@@ -29,6 +30,7 @@ from responses_gateway.mcp.security import (
     McpPolicy,
     McpUrlRefusedError,
     ResolvedTarget,
+    bounded_transport,
     check_server_url,
     redact_url,
 )
@@ -42,6 +44,8 @@ from responses_gateway.mcp.tools import (
     list_tools_item,
     listed_tools_in_context,
     needs_approval,
+    select_server,
+    server_from_operator,
     server_from_tool,
     tools_from_list_item,
 )
@@ -60,7 +64,9 @@ __all__ = [
     "ToolNames",
     "ToolResult",
     "TransportKind",
+    "bounded_transport",
     "check_server_url",
+    "child_environment",
     "error_text",
     "filter_allowed",
     "function_tool",
@@ -70,6 +76,8 @@ __all__ = [
     "needs_approval",
     "protocol_error",
     "redact_url",
+    "select_server",
+    "server_from_operator",
     "server_from_tool",
     "tool_execution_error",
     "tools_from_list_item",

@@ -1,30 +1,38 @@
-"""Talking to remote MCP servers: list their tools and call one, over the official ``mcp`` SDK.
+"""Talking to MCP servers: list their tools and call one, over the official ``mcp`` SDK.
 
-Owns :class:`McpClient`, whose two operations each open one connection (streamable HTTP, or the
-legacy SSE transport), run under a deadline and close it again: :meth:`McpClient.list_tools`
+Owns :class:`McpClient`, whose two operations each open one connection (streamable HTTP, the
+legacy SSE transport, or stdio: a server process spawned for the operation and stopped after
+it), run under a deadline and close it again: :meth:`McpClient.list_tools`
 returns :class:`ToolInfo` values or raises :class:`McpListError` (HTTP 424 /
 ``mcp_list_tools.failed``), :meth:`McpClient.call_tool` always returns a :class:`ToolResult`
 whose ``error`` is one of the OpenAI ``mcp_call.error`` objects (``mcp_protocol_error``,
 ``mcp_tool_execution_error``, ``http_error``). Also owns :class:`McpServer` (one server as a
-request describes it, with its secret headers) and the limits on what a server may send back.
+request describes it, or as the operator configured it, with its secrets) and the limits on
+what a server may send back.
 
-Every URL goes through :func:`responses_gateway.mcp.security.check_server_url` first and every
-connection through the pinned transport. It must not import the ``mcp`` SDK or ``httpx2`` at
-module level (``import mcp`` costs ~0.6 s; only requests with MCP tools pay it), must not log or
-raise anything that contains header values, the ``authorization`` token or a full URL, and knows
-nothing about the agent loop, approvals or output items (see ``mcp.tools``).
+Every URL of a request's server goes through
+:func:`responses_gateway.mcp.security.check_server_url` first and every connection through the
+pinned transport. Operator-configured servers (``McpServer.trusted``) skip that address check:
+the operator chose them, and they may be private by design. Only they may use stdio, and a stdio
+process gets a minimal environment (see :func:`child_environment`), never the gateway's own
+secrets. This module must not import the ``mcp`` SDK or ``httpx2`` at module level (``import
+mcp`` costs ~0.6 s; only requests with MCP tools pay it), must not log or raise anything that
+contains header values, the ``authorization`` token, a stdio server's ``env`` or a full URL, and
+knows nothing about the agent loop, approvals or output items (see ``mcp.tools``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import re
+import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, TextIO, TypeVar
 
 from responses_gateway.errors import GatewayError, InvalidRequestError
 from responses_gateway.mcp.security import (
@@ -32,6 +40,7 @@ from responses_gateway.mcp.security import (
     McpUrlRefusedError,
     ResolvedTarget,
     Resolver,
+    bounded_transport,
     check_server_url,
     install_log_redaction,
     pinned_transport,
@@ -47,6 +56,7 @@ __all__ = [
     "MAX_HEADERS",
     "MAX_HEADER_BYTES",
     "PROTECTED_HEADERS",
+    "STDIO_INHERITED_ENV",
     "McpClient",
     "McpLimits",
     "McpListError",
@@ -54,6 +64,7 @@ __all__ = [
     "ToolInfo",
     "ToolResult",
     "TransportKind",
+    "child_environment",
     "http_error",
     "protocol_error",
     "tool_execution_error",
@@ -61,8 +72,13 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-TransportKind = Literal["streamable_http", "sse", "auto"]
-"""``auto`` picks ``sse`` when the URL path ends in ``/sse`` and streamable HTTP otherwise."""
+TransportKind = Literal["streamable_http", "sse", "auto", "stdio"]
+"""``auto`` picks ``sse`` when the URL path ends in ``/sse`` and streamable HTTP otherwise;
+``stdio`` spawns ``McpServer.command`` (operator servers only)."""
+
+STDIO_INHERITED_ENV = ("LANG", "LC_ALL", "LC_CTYPE")
+"""Variables a stdio server process inherits from the gateway on top of the SDK's own minimal
+set (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``) and its configured ``env``."""
 
 MAX_HEADERS = 32
 """The most headers a request may set for one server (``authorization`` included)."""
@@ -108,7 +124,10 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, slots=True)
 class McpServer:
-    """One MCP server of a request. ``headers`` and ``authorization`` are secrets.
+    """One MCP server: a request's, or one the operator configured (``trusted``).
+
+    ``headers``, ``authorization``, ``args`` and ``env`` are secrets. A remote server has a
+    ``url``; a stdio server (``transport="stdio"``, operator servers only) has a ``command``.
 
     Constructing it validates the headers: at most :data:`MAX_HEADERS`, :data:`MAX_HEADER_BYTES`
     in total, valid names and values, none of :data:`PROTECTED_HEADERS` or ``mcp-*``, and no
@@ -117,25 +136,56 @@ class McpServer:
     Raises:
         InvalidRequestError: (from the constructor) the headers break one of those rules; the
             message names the header, never its value.
+        ValueError: (from the constructor) a stdio server without ``command``, that is not
+            ``trusted`` or has a ``url`` or headers; a remote server without ``url`` or with a
+            ``command``. These are programming errors, never a request's.
     """
 
     label: str
-    url: str = field(repr=False)
+    url: str = field(default="", repr=False)
     transport: TransportKind = "auto"
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     authorization: str | None = field(default=None, repr=False)
     """An OAuth access token, sent as ``Authorization: Bearer <token>``."""
+    command: str | None = None
+    """The executable of a stdio server."""
+    args: tuple[str, ...] = field(default=(), repr=False)
+    """The arguments of a stdio server's command."""
+    env: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Extra environment variables of a stdio server's process."""
+    trusted: bool = False
+    """Configured by the operator: dialled without the SSRF checks of :class:`McpPolicy` (it may
+    be private by design), and the only kind that may use stdio."""
 
     def __post_init__(self) -> None:
+        if self.transport == "stdio":
+            if not self.command:
+                raise ValueError("a stdio MCP server needs a command")
+            if not self.trusted:
+                raise ValueError("only operator-configured (trusted) MCP servers may use stdio")
+            if self.url or self.headers or self.authorization is not None:
+                raise ValueError("a stdio MCP server has no url, headers or authorization")
+            return
+        if not self.url:
+            raise ValueError("a remote MCP server needs a url")
+        if self.command is not None or self.args or self.env:
+            raise ValueError("command, args and env only apply to stdio MCP servers")
         _check_headers(self.headers, self.authorization)
 
     @property
-    def resolved_transport(self) -> Literal["streamable_http", "sse"]:
+    def resolved_transport(self) -> Literal["streamable_http", "sse", "stdio"]:
         """The transport used: ``auto`` means SSE for URLs whose path ends in ``/sse``."""
         if self.transport != "auto":
             return self.transport
         path = _url_path(self.url).rstrip("/")
         return "sse" if path.endswith("/sse") else "streamable_http"
+
+    @property
+    def display(self) -> str:
+        """The server for logs: the redacted URL, or ``stdio:<program name>``."""
+        if self.transport == "stdio":
+            return f"stdio:{os.path.basename(self.command or '')}"
+        return redact_url(self.url)
 
     def request_headers(self) -> dict[str, str]:
         """The headers sent with every request to this server (secrets included)."""
@@ -148,15 +198,33 @@ class McpServer:
         return headers
 
     def secrets(self) -> tuple[str, ...]:
-        """Values that must never appear in logs or messages (header values and the token)."""
-        values = [*self.headers.values()]
+        """Values that must never appear in logs or messages (header values, the token, the
+        stdio process's configured environment values)."""
+        values = [*self.headers.values(), *self.env.values()]
         if self.authorization is not None:
             values.append(self.authorization)
             values.append(self.authorization.strip())
         return tuple(v for v in values if len(v) >= 4)
 
     def __repr__(self) -> str:
+        if self.transport == "stdio":
+            return f"McpServer(label={self.label!r}, command={self.command!r})"
         return f"McpServer(label={self.label!r}, url={redact_url(self.url)!r})"
+
+
+def child_environment(
+    configured: Mapping[str, str], environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment passed to a stdio server on top of the SDK's minimal set.
+
+    :data:`STDIO_INHERITED_ENV` from ``environ`` (the gateway's environment by default) where set,
+    then ``configured`` (the operator's ``env``), which wins. Nothing else of the gateway's
+    environment (its keys, tokens, AWS credentials) reaches the child.
+    """
+    source = os.environ if environ is None else environ
+    env = {name: source[name] for name in STDIO_INHERITED_ENV if source.get(name)}
+    env.update(configured)
+    return env
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,17 +318,21 @@ class McpListError(GatewayError):
 
 
 class McpClient:
-    """Lists and calls tools on remote MCP servers under an SSRF policy.
+    """Lists and calls tools on MCP servers; a request's servers under an SSRF policy.
 
     One instance can serve many requests concurrently; it holds no connection between
-    operations (each one connects, does its work and disconnects, which suits Lambda).
+    operations (each one connects, or spawns a stdio server, does its work and disconnects,
+    which suits Lambda).
 
     Args:
-        policy: Which URLs may be dialled; :meth:`McpPolicy.from_env` by default.
+        policy: Which URLs of request servers may be dialled; :meth:`McpPolicy.from_env` by
+            default. Operator servers (``McpServer.trusted``) are not subject to it.
         limits: Size and time bounds; :class:`McpLimits` defaults otherwise.
         resolve: How host names are resolved (tests inject a fake DNS).
         inner_transport: Builds the transport that really connects, behind the pinning one
             (tests pass a spy); a fresh ``httpx2.AsyncHTTPTransport`` per operation otherwise.
+        stdio_errlog: Where stdio servers' stderr goes; the gateway's stderr by default (or
+            the null device when that is not a real file).
     """
 
     def __init__(
@@ -270,11 +342,13 @@ class McpClient:
         limits: McpLimits | None = None,
         resolve: Resolver | None = None,
         inner_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None,
+        stdio_errlog: TextIO | None = None,
     ) -> None:
         self.policy = policy if policy is not None else McpPolicy.from_env()
         self.limits = limits if limits is not None else McpLimits()
         self._resolve = resolve
         self._inner_transport = inner_transport
+        self._stdio_errlog = stdio_errlog
 
     async def list_tools(
         self, server: McpServer, *, deadline: float | None = None
@@ -295,7 +369,7 @@ class McpClient:
         if deadline is None:
             deadline = started + self.limits.list_timeout
         try:
-            target = await check_server_url(server.url, self.policy, resolve=self._resolve)
+            target = await self._target(server)
         except McpUrlRefusedError as exc:
             raise McpListError(server.label, exc.message, code="url_not_allowed") from None
         try:
@@ -306,7 +380,7 @@ class McpClient:
         logger.info(
             "mcp list_tools %r (%s): %d tools in %.1f ms",
             server.label,
-            redact_url(server.url),
+            server.display,
             len(tools),
             (time.monotonic() - started) * 1000,
         )
@@ -337,7 +411,7 @@ class McpClient:
         if isinstance(parsed, ToolResult):
             return parsed
         try:
-            target = await check_server_url(server.url, self.policy, resolve=self._resolve)
+            target = await self._target(server)
         except McpUrlRefusedError as exc:
             return ToolResult(None, http_error(403, exc.message))
 
@@ -360,6 +434,17 @@ class McpClient:
         return converted
 
     # ----------------------------------------------------------------------- internals
+
+    async def _target(self, server: McpServer) -> ResolvedTarget | None:
+        """The checked address of a request's server; ``None`` for operator servers (not
+        checked: stdio, or a URL the operator chose).
+
+        Raises:
+            McpUrlRefusedError: the policy refuses the URL.
+        """
+        if server.trusted:
+            return None
+        return await check_server_url(server.url, self.policy, resolve=self._resolve)
 
     async def _list_all(self, client: Client, remaining: float) -> list[ToolInfo]:
         tools: list[ToolInfo] = []
@@ -385,7 +470,7 @@ class McpClient:
     async def _run(
         self,
         server: McpServer,
-        target: ResolvedTarget,
+        target: ResolvedTarget | None,
         deadline: float,
         operation: Callable[[Client, float], Awaitable[_T]],
     ) -> _T:
@@ -415,7 +500,11 @@ class McpClient:
             _raise_failure(server, exc, status, remaining)
 
     def _connect(
-        self, server: McpServer, target: ResolvedTarget, remaining: float, status: _StatusRecorder
+        self,
+        server: McpServer,
+        target: ResolvedTarget | None,
+        remaining: float,
+        status: _StatusRecorder,
     ) -> AbstractAsyncContextManager[Client]:
         """An async context manager yielding a connected ``mcp.Client``."""
         import httpx2
@@ -424,6 +513,14 @@ class McpClient:
         from mcp.client.streamable_http import streamable_http_client
         from mcp_types import Implementation
 
+        info = Implementation(name="responses-gateway", version="1")
+        if server.resolved_transport == "stdio":
+            return Client(
+                self._stdio_transport(server),
+                read_timeout_seconds=remaining,
+                client_info=info,
+                cache=None,
+            )
         limits = self.limits
         default_timeout = httpx2.Timeout(remaining, connect=min(remaining, limits.connect_timeout))
 
@@ -435,18 +532,20 @@ class McpClient:
             """Every HTTP client of the operation (the SSE transport builds its own through
             this factory): the server's headers, pinned, no proxies, no redirects."""
             inner = self._inner_transport() if self._inner_transport is not None else None
+            transport = (
+                pinned_transport(target, max_response_bytes=limits.max_response_bytes, inner=inner)
+                if target is not None
+                else bounded_transport(max_response_bytes=limits.max_response_bytes, inner=inner)
+            )
             return httpx2.AsyncClient(
                 headers=server.request_headers(),
                 timeout=timeout if timeout is not None else default_timeout,
-                transport=pinned_transport(
-                    target, max_response_bytes=limits.max_response_bytes, inner=inner
-                ),
+                transport=transport,
                 trust_env=False,
                 follow_redirects=False,
                 event_hooks={"response": [status.record]},
             )
 
-        info = Implementation(name="responses-gateway", version="1")
         if server.resolved_transport == "sse":
             transport = sse_client(
                 server.url,
@@ -470,6 +569,19 @@ class McpClient:
                 cache=None,
             ),
         )
+
+    def _stdio_transport(self, server: McpServer) -> AbstractAsyncContextManager[Any]:
+        """The SDK's stdio transport: spawns ``server.command`` in its own process group with a
+        minimal environment; leaving it closes stdin, then terminates the group if need be."""
+        from mcp.client.stdio import StdioServerParameters, stdio_client
+
+        params = StdioServerParameters(
+            command=server.command or "",
+            args=list(server.args),
+            env=child_environment(server.env),
+        )
+        errlog = self._stdio_errlog if self._stdio_errlog is not None else _stderr()
+        return stdio_client(params, errlog=errlog)
 
     def _convert_result(self, result: CallToolResult) -> ToolResult:
         blocks = [
@@ -568,6 +680,22 @@ class _StreamableClient:
             await self._http.__aexit__(None, None, None)
 
 
+_devnull: TextIO | None = None
+
+
+def _stderr() -> TextIO:
+    """The gateway's stderr when it is a real file (a child process needs a descriptor), else
+    the null device (opened once)."""
+    global _devnull
+    try:
+        sys.stderr.fileno()
+        return sys.stderr
+    except (AttributeError, OSError, ValueError):
+        if _devnull is None:
+            _devnull = open(os.devnull, "w")  # noqa: SIM115 - kept for the process's life
+        return _devnull
+
+
 _sdk_loaded = False
 
 
@@ -578,6 +706,7 @@ def _load_sdk() -> None:
         return
     # The imports are the point: the SDK's loggers must exist before redaction is attached.
     import mcp.client.sse  # noqa: F401
+    import mcp.client.stdio  # noqa: F401
     import mcp.client.streamable_http  # noqa: F401
 
     install_log_redaction()
@@ -741,7 +870,11 @@ def _raise_failure(
             )
     for leaf in leaves:
         if isinstance(leaf, httpx2.ConnectTimeout | httpx2.ConnectError | OSError):
-            message = "Could not connect to the MCP server."
+            message = (
+                "Could not start the MCP server."
+                if server.resolved_transport == "stdio"
+                else "Could not connect to the MCP server."
+            )
             raise _Failure(http_error(502, message), message, "http_error")
     for leaf in leaves:
         if isinstance(leaf, httpx2.TimeoutException):
@@ -776,7 +909,7 @@ def _log_failure(operation: str, server: McpServer, failure: _Failure, started: 
         "mcp %s %r (%s) failed after %.1f ms: %s",
         operation,
         server.label,
-        redact_url(server.url),
+        server.display,
         (time.monotonic() - started) * 1000,
         _scrub(failure.summary, server),
     )

@@ -9,8 +9,10 @@ forms that embed an IPv4 address (``::ffff:169.254.169.254``, NAT64, 6to4, Tered
 that embedded address. It returns a :class:`ResolvedTarget`, and :func:`pinned_transport` builds
 the ``httpx2`` transport that connects to that target's checked address (keeping the ``Host``
 header and TLS server name of the URL), so a DNS answer that changes between the check and the
-connection (DNS rebinding) is never followed. It also owns :func:`redact_url` for logs and the
-log filter that applies it to the ``httpx2`` and ``mcp`` SDK loggers.
+connection (DNS rebinding) is never followed; :func:`bounded_transport` is the unpinned variant
+for operator-configured servers, which are trusted and not checked. It also owns
+:func:`redact_url` for logs and the log filter that applies it to the ``httpx2`` and ``mcp`` SDK
+loggers.
 
 It must not send a packet before a URL passed the check, must not trust proxy environment
 variables, and must not put secrets or resolved addresses in user-facing messages. Importing it
@@ -44,6 +46,7 @@ __all__ = [
     "RefusalReason",
     "ResolvedTarget",
     "Resolver",
+    "bounded_transport",
     "check_server_url",
     "install_log_redaction",
     "is_address_allowed",
@@ -314,6 +317,29 @@ def pinned_transport(
     return transport
 
 
+def bounded_transport(
+    *,
+    max_response_bytes: int | None = None,
+    inner: httpx2.AsyncBaseTransport | None = None,
+) -> httpx2.AsyncBaseTransport:
+    """An ``httpx2`` transport for operator-configured servers: no address pinning or checks
+    (the operator chose the URL), but the same response-size bound, TLS context and disregard of
+    proxy environment variables as :func:`pinned_transport`.
+
+    Args:
+        max_response_bytes: Fail a response whose body grows beyond this many bytes.
+        inner: The transport that really connects (tests pass a spy).
+    """
+    if inner is None:
+        import httpx2
+
+        inner = httpx2.AsyncHTTPTransport(verify=_ssl_context())
+    if max_response_bytes is None:
+        return inner
+    transport: httpx2.AsyncBaseTransport = _bounded_transport_class()(inner, max_response_bytes)
+    return transport
+
+
 def install_log_redaction() -> None:
     """Redact URLs (userinfo, query) in records of the ``httpx2`` and ``mcp`` loggers. Idempotent.
 
@@ -515,3 +541,23 @@ def _bounded_stream_class() -> type[Any]:
             await self._inner.aclose()
 
     return BoundedStream
+
+
+@functools.cache
+def _bounded_transport_class() -> type[Any]:
+    import httpx2
+
+    class BoundedTransport(httpx2.AsyncBaseTransport):
+        def __init__(self, inner: httpx2.AsyncBaseTransport, max_response_bytes: int) -> None:
+            self._inner = inner
+            self._max = max_response_bytes
+
+        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+            response = await self._inner.handle_async_request(request)
+            response.stream = _bounded_stream_class()(response.stream, self._max, request)
+            return response
+
+        async def aclose(self) -> None:
+            await self._inner.aclose()
+
+    return BoundedTransport

@@ -4,6 +4,9 @@ Owns, without any I/O:
 
 - :func:`server_from_tool`: a request's :class:`~responses_gateway.protocol.request.McpTool` to
   the :class:`~responses_gateway.mcp.client.McpServer` the client dials;
+  :func:`server_from_operator` does the same for an operator-configured server, and
+  :func:`select_server` applies the selection rules (a ``server_url`` is always the request's own
+  server; a label alone selects the operator server of that label);
 - :func:`filter_allowed` (``allowed_tools``: a list of names, or ``{tool_names, read_only}``) and
   :func:`needs_approval` (``require_approval``: ``"always"``, ``"never"`` or ``{always, never}``
   filters; approval is required when it is omitted, as at OpenAI);
@@ -30,6 +33,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from responses_gateway.config import OperatorMcpServer
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.ids import new_id
 from responses_gateway.mcp.client import McpServer, ToolInfo
@@ -48,6 +52,8 @@ __all__ = [
     "list_tools_item",
     "listed_tools_in_context",
     "needs_approval",
+    "select_server",
+    "server_from_operator",
     "server_from_tool",
     "tools_from_list_item",
 ]
@@ -86,6 +92,72 @@ def server_from_tool(tool: McpTool) -> McpServer:
         headers=dict(tool.headers or {}),
         authorization=tool.authorization,
     )
+
+
+def server_from_operator(server: OperatorMcpServer) -> McpServer:
+    """The trusted :class:`McpServer` of an operator-configured server (stdio or remote)."""
+    if server.command is not None:
+        return McpServer(
+            label=server.server_label,
+            transport="stdio",
+            command=server.command,
+            args=server.args,
+            env=dict(server.env),
+            trusted=True,
+        )
+    return McpServer(
+        label=server.server_label,
+        url=server.url or "",
+        transport="auto" if server.transport == "stdio" else server.transport,
+        headers=dict(server.headers),
+        trusted=True,
+    )
+
+
+def select_server(
+    tool: McpTool, operator_servers: Mapping[str, OperatorMcpServer], *, index: int
+) -> McpServer:
+    """The server a request's ``mcp`` tool (``tools[index]``) selects.
+
+    - With a ``server_url``: the request's own server, under the SSRF policy, even when the
+      operator configured a server with the same label (an explicit URL is never swapped).
+    - Without one, a ``connector_id`` or ``tunnel_id``: not supported (400).
+    - Otherwise the operator server labelled ``server_label``. The request may not send
+      ``headers`` or ``authorization`` for it (400): the operator's credentials are the ones
+      used, and a request's secrets are never sent to a server it did not name.
+
+    Raises:
+        InvalidRequestError: as above, or no operator server has that label (400 on
+            ``tools[index].server_url``, ``missing_required_parameter``).
+    """
+    if tool.server_url is not None:
+        return server_from_tool(tool)
+    for field_name in ("connector_id", "tunnel_id"):
+        if getattr(tool, field_name) is not None:
+            raise InvalidRequestError(
+                f"MCP server '{tool.server_label}': '{field_name}' is not supported by this "
+                "gateway; give 'server_url', or the server_label of a server configured on it.",
+                param=f"tools[{index}].{field_name}",
+                code="unsupported_parameter",
+            )
+    operator = operator_servers.get(tool.server_label)
+    if operator is None:
+        raise InvalidRequestError(
+            f"Missing required parameter: 'tools[{index}].server_url'. No MCP server labelled "
+            f"'{tool.server_label}' is configured on this gateway; give 'server_url' to use "
+            "your own server.",
+            param=f"tools[{index}].server_url",
+            code="missing_required_parameter",
+        )
+    for field_name in ("headers", "authorization"):
+        if getattr(tool, field_name):
+            raise InvalidRequestError(
+                f"'{field_name}' cannot be set for the MCP server '{tool.server_label}': it is "
+                "configured on this gateway, which supplies its credentials.",
+                param=f"tools[{index}].{field_name}",
+                code="invalid_value",
+            )
+    return server_from_operator(operator)
 
 
 # --------------------------------------------------------------------------- filters

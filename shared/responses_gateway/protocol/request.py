@@ -21,9 +21,10 @@ Validation choices (OpenAI's where the spec or the API says, ours where marked [
   <= 512 characters (errors on ``metadata.<key>``).
 * ``conversation`` with ``previous_response_id``: 400 on ``conversation``, code
   ``mutually_exclusive_parameters`` [choice of param and code], OpenAI's message.
-* ``tools``: ``function`` tools need a non-empty ``name``; ``mcp`` tools need ``server_label`` and
-  one of ``server_url`` (an ``http(s)`` URL with a host), ``connector_id`` or ``tunnel_id``; every
-  other tool type is accepted as an opaque object with a string ``type``.
+* ``tools``: ``function`` tools need a non-empty ``name``; ``mcp`` tools need ``server_label``, and
+  a ``server_url`` must be an ``http(s)`` URL with a host (without one, the label selects an
+  operator-configured server: the tool registry checks that); every other tool type is accepted
+  as an opaque object with a string ``type``.
 * ``input`` items: see :mod:`responses_gateway.protocol.items`.
 * [choice] ``include`` values and ``reasoning.effort`` are any strings (their sets grow with new
   models; the upstream judges them); ``service_tier``, ``truncation``, ``reasoning.summary``,
@@ -243,20 +244,14 @@ class McpTool(_Lenient):
 
     @model_validator(mode="after")
     def _needs_a_server(self) -> McpTool:
-        if self.server_url is not None:
-            if not _check_server_url(self.server_url):
-                raise _custom(
-                    "invalid_value",
-                    "Invalid '{param}': expected an http or https URL with a host.",
-                    "server_url",
-                )
-        elif self.connector_id is None and self.tunnel_id is None:
+        if self.server_url is not None and not _check_server_url(self.server_url):
             raise _custom(
-                "missing_required_parameter",
-                "Missing required parameter: '{param}'. One of 'server_url', 'connector_id' or "
-                "'tunnel_id' must be provided.",
+                "invalid_value",
+                "Invalid '{param}': expected an http or https URL with a host.",
                 "server_url",
             )
+        # No server_url: the label may select an operator-configured server; the tool
+        # registry decides (and answers 400 for an unknown label).
         return self
 
 
