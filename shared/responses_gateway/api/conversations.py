@@ -157,6 +157,7 @@ async def create_items(request: Request, conversation_id: str) -> dict[str, Any]
 
 @router.get("/{conversation_id}/items")
 async def list_items(request: Request, conversation_id: str) -> dict[str, Any]:
+    tenant_of(request)  # authenticate before validating anything else (401 before 400)
     page = page_params(request)
     await _conversation(request, conversation_id)
     gateway = gateway_of(request)

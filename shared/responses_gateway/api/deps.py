@@ -1,7 +1,8 @@
 """Per-request dependencies shared by the routers: the service, the tenant, paging parameters.
 
-Owns how a request names its tenant and how list endpoints read ``after``/``limit``/``order``
-(with OpenAI-style 400s) and shape their ``{"object": "list", ...}`` answers.
+Owns how a route asks for its tenant (the rule itself lives in :mod:`responses_gateway.tenancy`)
+and how list endpoints read ``after``/``limit``/``order`` (with OpenAI-style 400s) and shape their
+``{"object": "list", ...}`` answers.
 """
 
 from __future__ import annotations
@@ -13,11 +14,9 @@ from fastapi import Request
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.service import Gateway
+from responses_gateway.tenancy import LOCAL_TENANT, TenancyPolicy, current_policy
 
 __all__ = ["LOCAL_TENANT", "Page", "gateway_of", "list_object", "page_params", "tenant_of"]
-
-LOCAL_TENANT = "local"
-"""The tenant of a gateway that serves without API keys (local runs)."""
 
 
 def gateway_of(request: Request) -> Gateway:
@@ -26,8 +25,17 @@ def gateway_of(request: Request) -> Gateway:
 
 
 def tenant_of(request: Request) -> str:
-    """The tenant a request acts for. Until API keys are configured, everyone is ``local``."""
-    return LOCAL_TENANT
+    """The tenant a request acts for (see :mod:`responses_gateway.tenancy`).
+
+    The policy is ``app.state.tenancy`` when the app was given one, else the environment's.
+
+    Raises:
+        AuthenticationError: the request carries no valid API key (401 ``invalid_api_key``).
+    """
+    policy = getattr(request.app.state, "tenancy", None)
+    if not isinstance(policy, TenancyPolicy):
+        policy = current_policy()
+    return policy.resolve(event=request.scope.get("aws.event"), headers=request.headers)
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,7 @@ async def delete_response(request: Request, response_id: str) -> dict[str, Any]:
 
 @router.get("/{response_id}/input_items")
 async def list_input_items(request: Request, response_id: str) -> dict[str, Any]:
+    tenant_of(request)  # authenticate before validating anything else (401 before 400)
     page = page_params(request)
     items = (await _stored(request, response_id)).input_items
     ordered = items if page.order == "asc" else items[::-1]

@@ -1,0 +1,317 @@
+"""The wiring of ``template.yaml``, asserted on what the SAM transform makes of it.
+
+GIVEN the template transformed offline (``infra/check_template.py``), THEN: the two streaming
+routes use response streaming through the Lambda Web Adapter, every other app route is buffered
+through Mangum, every route is wired exactly once and needs an API key, the table matches the
+store's definition, and IAM is scoped to the table (and to the key's parameter or secret).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from fastapi.routing import APIRoute
+
+from responses_gateway.api import conversations, responses
+from responses_gateway.store.table import TABLE_DEFINITION, TTL_ATTRIBUTE
+
+ROOT = Path(__file__).resolve().parents[2]
+STREAMING_ROUTES = {("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}")}
+LWA_LAYER = re.compile(
+    r"^arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:layer:"
+    r"LambdaAdapterLayerArm64:\$\{LambdaAdapterLayerVersion\}$"
+)
+
+
+def _resources(cfn: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in cfn["Resources"].items() if v["Type"] == kind}
+
+
+def _routes(cfn: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(METHOD, path) -> OpenAPI operation of the REST API."""
+    body = cfn["Resources"]["GatewayApi"]["Properties"]["Body"]
+    return {
+        (method.upper(), path): operation
+        for path, operations in body["paths"].items()
+        for method, operation in operations.items()
+    }
+
+
+def _app_routes() -> set[tuple[str, str]]:
+    return {
+        (method, route.path)
+        for router in (responses.router, conversations.router)
+        for route in router.routes
+        if isinstance(route, APIRoute)
+        for method in route.methods or ()
+    }
+
+
+def _target(operation: dict[str, Any]) -> tuple[str, str]:
+    """(function logical id, invocation kind) an operation's integration calls."""
+    uri = operation["x-amazon-apigateway-integration"]["uri"]["Fn::Sub"]
+    match = re.fullmatch(
+        r"arn:aws:apigateway:\$\{AWS::Region\}:lambda:path/(?P<version>[\d-]+)/functions/"
+        r"\$\{(?P<function>\w+)\.Arn\}/(?P<kind>[\w-]+)",
+        uri,
+    )
+    assert match, uri
+    return match["function"], f"{match['version']}/{match['kind']}"
+
+
+def test_template_transforms_and_lints_clean(check_template: ModuleType) -> None:
+    pytest.importorskip("samtranslator", reason="CI installs aws-sam-translator (.ci/run)")
+    pytest.importorskip("cfnlint", reason="cfn-lint comes with the dev extra")
+    assert check_template.main([]) == 0
+
+
+def test_every_app_route_is_wired_exactly_once(cfn: dict[str, Any]) -> None:
+    wired = _routes(cfn)
+    assert set(wired) == _app_routes()
+    assert ("GET", "/health") not in wired
+
+
+def test_streaming_routes_use_response_streaming_to_the_adapter_function(
+    cfn: dict[str, Any],
+) -> None:
+    for route, operation in _routes(cfn).items():
+        integration = operation["x-amazon-apigateway-integration"]
+        assert integration["type"] == "aws_proxy"
+        function, kind = _target(operation)
+        if route in STREAMING_ROUTES:
+            assert function == "StreamingFunction", route
+            assert kind == "2021-11-15/response-streaming-invocations", route
+            assert integration["responseTransferMode"] == "STREAM", route
+            assert integration["timeoutInMillis"] == 900_000, route
+        else:
+            assert function == "BufferedFunction", route
+            assert kind == "2015-03-31/invocations", route
+            assert integration.get("responseTransferMode", "BUFFERED") == "BUFFERED", route
+
+
+def test_streaming_function_runs_the_app_behind_the_web_adapter(
+    sam_template: dict[str, Any], cfn: dict[str, Any]
+) -> None:
+    function = cfn["Resources"]["StreamingFunction"]["Properties"]
+    assert function["Handler"] == "run.sh"
+    assert function["Timeout"] == 900
+    assert function["Architectures"] == ["arm64"]
+    variables = function["Environment"]["Variables"]
+    assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
+    assert variables["AWS_LWA_INVOKE_MODE"] == "response_stream"
+    assert variables["AWS_LWA_READINESS_CHECK_PATH"] == "/health"
+    assert variables["GATEWAY_TRUST_LAMBDA_CONTEXT"] == "1"
+    adapter = function["Layers"][0]["Fn::Sub"]
+    assert LWA_LAYER.match(adapter)
+    assert sam_template["Parameters"]["LambdaAdapterLayerVersion"]["Default"] >= 26
+
+
+def test_buffered_function_is_the_mangum_handler(cfn: dict[str, Any]) -> None:
+    function = cfn["Resources"]["BufferedFunction"]["Properties"]
+    assert function["Handler"] == "buffered_handler.handler"
+    assert "AWS_LAMBDA_EXEC_WRAPPER" not in function["Environment"]["Variables"]
+    assert function["Timeout"] <= 30  # API Gateway's buffered integrations stop at 29 s
+
+
+def test_every_function_is_arm64_on_one_python_runtime_with_matching_layers(
+    cfn: dict[str, Any], sam_template: dict[str, Any]
+) -> None:
+    functions = _resources(cfn, "AWS::Lambda::Function")
+    assert set(functions) == {"StreamingFunction", "BufferedFunction", "AuthorizerFunction"}
+    runtimes = {f["Properties"]["Runtime"] for f in functions.values()}
+    assert len(runtimes) == 1
+    (runtime,) = runtimes
+    for function in functions.values():
+        assert function["Properties"]["Architectures"] == ["arm64"]
+    makefile = (ROOT / "infra/layers/Makefile").read_text()
+    assert f"RUNTIME_VERSION := {runtime.removeprefix('python')}\n" in makefile
+    assert "PLATFORM := manylinux2014_aarch64\n" in makefile
+    for name in ("DependenciesLayer", "SharedLayer"):
+        layer = sam_template["Resources"][name]
+        assert layer["Metadata"] == {
+            "BuildMethod": "makefile",
+            "BuildArchitecture": "arm64",
+            "ContextPath": "infra/layers",
+        }
+        assert f"build-{name}:" in makefile
+        assert layer["Properties"]["CompatibleRuntimes"] == [runtime]
+        assert layer["Properties"]["CompatibleArchitectures"] == ["arm64"]
+
+
+def test_every_route_requires_an_api_key_from_the_bearer_header(cfn: dict[str, Any]) -> None:
+    api = cfn["Resources"]["GatewayApi"]["Properties"]
+    assert api["ApiKeySourceType"] == "AUTHORIZER"
+    assert api["EndpointConfiguration"] == {"Types": ["REGIONAL"]}
+    schemes = api["Body"]["components"]["securitySchemes"]
+    authorizer = schemes["KeyAuthorizer"]["x-amazon-apigateway-authorizer"]
+    assert authorizer["type"] == "request"
+    assert authorizer["identitySource"] == "method.request.header.Authorization"
+    for route, operation in _routes(cfn).items():
+        required = {name for requirement in operation["security"] for name in requirement}
+        assert required == {"api_key", "KeyAuthorizer"}, route
+
+
+def test_usage_plan_limits_come_from_parameters(sam_template: dict[str, Any]) -> None:
+    plan = sam_template["Resources"]["GatewayApi"]["Properties"]["Auth"]["UsagePlan"]
+    assert plan["CreateUsagePlan"] == "PER_API"
+    assert plan["Throttle"] == {
+        "RateLimit": {"Ref": "ThrottleRateLimit"},
+        "BurstLimit": {"Ref": "ThrottleBurstLimit"},
+    }
+    assert plan["Quota"] == {"Limit": {"Ref": "QuotaLimit"}, "Period": {"Ref": "QuotaPeriod"}}
+
+
+def test_usage_plan_key_and_outputs_exist(cfn: dict[str, Any]) -> None:
+    assert _resources(cfn, "AWS::ApiGateway::UsagePlan")
+    assert _resources(cfn, "AWS::ApiGateway::ApiKey")
+    assert _resources(cfn, "AWS::ApiGateway::UsagePlanKey")
+    outputs = cfn["Outputs"]
+    assert "/prod/v1" in outputs["ApiBaseUrl"]["Value"]["Fn::Sub"]
+    assert "get-api-key" in outputs["FetchApiKeyCommand"]["Value"]["Fn::Sub"]
+
+
+def test_gateway_errors_are_openai_envelopes(cfn: dict[str, Any]) -> None:
+    body = cfn["Resources"]["GatewayApi"]["Properties"]["Body"]
+    kinds = body["x-amazon-apigateway-gateway-responses"]
+    assert {"UNAUTHORIZED", "INVALID_API_KEY", "THROTTLED", "QUOTA_EXCEEDED"} <= set(kinds)
+    assert kinds["INVALID_API_KEY"]["statusCode"] == "401"
+    assert kinds["THROTTLED"]["statusCode"] == "429"
+    assert kinds["MISSING_AUTHENTICATION_TOKEN"]["statusCode"] == "404"
+    for properties in kinds.values():
+        template = properties["responseTemplates"]["application/json"]
+        rendered = template.replace("$context.error.messageString", '"message"')
+        rendered = rendered.replace("$context.httpMethod", "GET").replace("$context.path", "/x")
+        error = json.loads(rendered)["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+
+
+def test_table_matches_the_store_definition(cfn: dict[str, Any]) -> None:
+    table = cfn["Resources"]["Table"]
+    properties = table["Properties"]
+    assert table["DeletionPolicy"] == "Retain"
+    assert properties["BillingMode"] == TABLE_DEFINITION["BillingMode"] == "PAY_PER_REQUEST"
+    assert properties["KeySchema"] == TABLE_DEFINITION["KeySchema"]
+    assert properties["AttributeDefinitions"] == TABLE_DEFINITION["AttributeDefinitions"]
+    assert properties["TimeToLiveSpecification"] == {
+        "AttributeName": TTL_ATTRIBUTE,
+        "Enabled": True,
+    }
+    assert properties["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert properties["SSESpecification"] == {"SSEEnabled": True}
+    for function in _resources(cfn, "AWS::Lambda::Function").values():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["DYNAMODB_TABLE"] == {"Ref": "Table"}
+
+
+def _statements(role: dict[str, Any]) -> list[tuple[str | None, dict[str, Any]]]:
+    """(condition, statement) for every inline statement of a role."""
+    found: list[tuple[str | None, dict[str, Any]]] = []
+    for policy in role["Properties"].get("Policies", []):
+        condition = None
+        if "Fn::If" in policy:
+            condition, policy, otherwise = policy["Fn::If"]
+            assert otherwise == {"Ref": "AWS::NoValue"}
+        found += [(condition, s) for s in policy["PolicyDocument"]["Statement"]]
+    return found
+
+
+def _table_arn(resource: Any) -> bool:
+    return (
+        isinstance(resource, dict)
+        and resource["Fn::Sub"][1] == {"tableName": {"Ref": "Table"}}
+        and resource["Fn::Sub"][0].startswith("arn:${AWS::Partition}:dynamodb:")
+    )
+
+
+def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
+    roles = _resources(cfn, "AWS::IAM::Role")
+    assert set(roles) == {
+        "StreamingFunctionRole",
+        "BufferedFunctionRole",
+        "AuthorizerFunctionRole",
+    }
+    for name, role in roles.items():
+        for condition, statement in _statements(role):
+            actions = statement["Action"]
+            actions = [actions] if isinstance(actions, str) else actions
+            assert all(not a.endswith("*") for a in actions), (name, actions)
+            resources = statement["Resource"]
+            resources = resources if isinstance(resources, list) else [resources]
+            if all(a.startswith("dynamodb:") for a in actions):
+                assert condition is None
+                assert all(_table_arn(r) for r in resources), name
+                assert "dynamodb:DeleteTable" not in actions
+            elif actions == ["ssm:DescribeParameters"]:
+                assert condition == "HasKeyParameter"
+            elif all(a.startswith("ssm:Get") for a in actions):
+                assert (name, condition) == ("StreamingFunctionRole", "HasKeyParameter")
+                assert "UpstreamApiKeyParameterName" in json.dumps(resources)
+            elif actions == ["secretsmanager:GetSecretValue"]:
+                assert (name, condition) == ("StreamingFunctionRole", "HasKeySecret")
+                assert "${UpstreamApiKeySecretName}-??????" in json.dumps(resources)
+            else:
+                pytest.fail(f"{name}: unexpected statement {statement}")
+    assert _statements(roles["AuthorizerFunctionRole"]) == []
+    buffered = json.dumps(roles["BufferedFunctionRole"])
+    assert "ssm:" not in buffered and "secretsmanager:" not in buffered
+
+
+def _evaluate(condition: Any, parameters: dict[str, str]) -> Any:
+    """A tiny evaluator of the intrinsics the template's conditions use."""
+    if isinstance(condition, dict):
+        ((name, value),) = condition.items()
+        if name == "Ref":
+            return parameters[value]
+        args = [_evaluate(v, parameters) for v in value]
+        if name == "Fn::Equals":
+            return args[0] == args[1]
+        if name == "Fn::Not":
+            return not args[0]
+        if name == "Fn::Split":
+            return args[1].split(args[0])
+        if name == "Fn::Select":
+            return args[1][int(args[0])]
+        raise AssertionError(f"unexpected intrinsic {name}")
+    return condition
+
+
+@pytest.mark.parametrize(
+    ("name", "has_key", "is_path"),
+    [("", False, True), ("/gw/upstream-key", True, True), ("gw-upstream-key", True, False)],
+)
+def test_key_parameter_conditions(
+    cfn: dict[str, Any], name: str, has_key: bool, is_path: bool
+) -> None:
+    conditions = cfn["Conditions"]
+    parameters = {"UpstreamApiKeyParameterName": name}
+    assert _evaluate(conditions["HasKeyParameter"], parameters) is has_key
+    assert _evaluate(conditions["KeyParameterIsPath"], parameters) is is_path
+
+
+def test_every_function_keeps_logs_for_a_set_time(cfn: dict[str, Any]) -> None:
+    groups = _resources(cfn, "AWS::Logs::LogGroup")
+    named = {g["Properties"]["LogGroupName"]["Fn::Sub"] for g in groups.values()}
+    assert named == {f"/aws/lambda/${{{f}}}" for f in _resources(cfn, "AWS::Lambda::Function")}
+    for group in groups.values():
+        assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+
+
+def test_tracing_is_on(cfn: dict[str, Any]) -> None:
+    assert cfn["Resources"]["GatewayApiprodStage"]["Properties"]["TracingEnabled"] is True
+    for name in ("StreamingFunction", "BufferedFunction"):
+        properties = cfn["Resources"][name]["Properties"]
+        assert properties["TracingConfig"] == {"Mode": "Active"}
+
+
+def test_upstream_key_reaches_only_the_streaming_function(cfn: dict[str, Any]) -> None:
+    functions = _resources(cfn, "AWS::Lambda::Function")
+    for name, function in functions.items():
+        variables = function["Properties"]["Environment"]["Variables"]
+        has_key_source = {"UPSTREAM_API_KEY_PARAMETER", "UPSTREAM_API_KEY_SECRET"} & set(variables)
+        assert bool(has_key_source) is (name == "StreamingFunction"), name
+        assert "UPSTREAM_API_KEY" not in variables
