@@ -324,3 +324,26 @@ async def test_append_items_failed_commit_leaves_no_partial_append(
     await store.append_items(tenant, "conv_1", [item("d")])
     page = await store.list_items(tenant, "conv_1", order="asc")
     assert ids_of(page.data) == ["a", "d"]
+
+
+async def test_append_items_duplicate_reservation_re_reserves_instead_of_overwriting(
+    store: DynamoStore, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # DynamoDB's ADD is atomic; an emulator under load may hand out one range twice. Force
+    # that: the second reservation repeats the first one's answer.
+    await new_conversation(store, tenant, [item("first")])
+    db = store._conversations._db
+    real_update = db.update_item
+    answers: list[Any] = []
+
+    async def stale_once(*args: Any, **kwargs: Any) -> Any:
+        answer = await real_update(*args, **kwargs)
+        answers.append(answer)
+        return answers[0] if len(answers) == 2 else answer
+
+    monkeypatch.setattr(db, "update_item", stale_once)
+    await store.append_items(tenant, "conv_1", [item("a")])
+    await store.append_items(tenant, "conv_1", [item("b")])
+
+    assert ids_of(await store.all_items(tenant, "conv_1")) == ["first", "a", "b"]
+    assert len(answers) == 3  # the collision was detected and a fresh range reserved

@@ -53,6 +53,7 @@ ROWS = ("I#", "I$")
 EVERYTHING = ("!", "~")
 _EXISTS = "attribute_exists(PK) AND #ttl > :now"
 _ATTEMPTS = 3
+_RESERVE_ATTEMPTS = 8
 _CHUNK_KEYS_PER_GET = 40
 _DECODE_ON_LOOP_BYTES = 64 * 1024
 """Blobs up to this size are decoded on the event loop (microseconds); larger ones off it."""
@@ -221,22 +222,30 @@ class ConversationTable:
             if await self._meta(op, pk) is None:
                 raise LookupError(f"conversation {conversation_id} not found")
             return
-        try:
-            meta = await self._db.update_item(
-                op,
-                key(pk, META_SK),
-                "ADD next_seq :n",
-                condition=_EXISTS,
-                names={"#ttl": TTL_ATTR},
-                values={":n": {"N": str(len(items))}, **self._now()},
-            )
-        except ConditionFailed:
-            raise LookupError(f"conversation {conversation_id} not found") from None
-        start = int(meta["next_seq"]["N"]) - len(items)
-        expires = int(meta[TTL_ATTR]["N"])
-        row, before = await self._db.offload(_append_items, pk, start, items, expires)
-        await self._db.batch_write(op, puts=before)
-        await self._db.put_item(op, row)
+        for _ in range(_RESERVE_ATTEMPTS):
+            try:
+                meta = await self._db.update_item(
+                    op,
+                    key(pk, META_SK),
+                    "ADD next_seq :n",
+                    condition=_EXISTS,
+                    names={"#ttl": TTL_ATTR},
+                    values={":n": {"N": str(len(items))}, **self._now()},
+                )
+            except ConditionFailed:
+                raise LookupError(f"conversation {conversation_id} not found") from None
+            start = int(meta["next_seq"]["N"]) - len(items)
+            expires = int(meta[TTL_ATTR]["N"])
+            row, before = await self._db.offload(_append_items, pk, start, items, expires)
+            await self._db.batch_write(op, puts=before)
+            try:
+                # The row must be new: if its sequence was ever handed out twice (DynamoDB's
+                # ADD is atomic; emulators are not always), reserve again rather than overwrite.
+                await self._db.put_item(op, row, condition="attribute_not_exists(SK)")
+            except ConditionFailed:
+                continue
+            return
+        raise StoreError(f"conversation {conversation_id}: could not reserve item positions")
 
     async def _entries(self, op: str, rows: list[Item]) -> list[Entry]:
         """The entries of ``rows`` in row order (raises :class:`_Changed` on a vanished chunk)."""
