@@ -41,11 +41,9 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import aiter_sse
-from responses_gateway.adapters.wire import UpstreamEndpoint, finish_reading, loads_json
+from responses_gateway.adapters.wire import EndpointAdapter, finish_reading, loads_json
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -510,24 +508,11 @@ class _ChatStream:
         return TurnResult(stop=_stop_reason(self._finish_reason), usage=self._usage)
 
 
-class ChatCompletionsAdapter:
+class ChatCompletionsAdapter(EndpointAdapter):
     """Calls an OpenAI-compatible ``/chat/completions`` endpoint (``base_url`` ends in ``/v1``)."""
 
     wire = "chat"
-
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        base_url: str,
-        api_key: str | None = None,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        """``timeout``: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
-        client's own timeouts."""
-        self._endpoint = UpstreamEndpoint.at(
-            client, base_url, "/chat/completions", api_key, headers, timeout
-        )
+    path = "/chat/completions"
 
     async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
         """Stream one chat completion into ``out``; see the module docstring for the rules.

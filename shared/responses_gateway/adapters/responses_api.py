@@ -31,11 +31,9 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.sse import ServerSentEvent, aiter_sse
-from responses_gateway.adapters.wire import UpstreamEndpoint, finish_reading, loads_json
+from responses_gateway.adapters.wire import EndpointAdapter, finish_reading, loads_json
 from responses_gateway.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -444,24 +442,11 @@ class _StreamReader:
         raise _stream_error(nested, raw)
 
 
-class ResponsesAdapter:
+class ResponsesAdapter(EndpointAdapter):
     """Calls an upstream ``POST {base_url}/responses``, statelessly and streamed."""
 
     wire = "responses"
-
-    def __init__(
-        self,
-        client: httpx.AsyncClient,
-        base_url: str,
-        api_key: str | None = None,
-        headers: dict[str, str] | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        """``timeout``: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
-        client's own timeouts."""
-        self._endpoint = UpstreamEndpoint.at(
-            client, base_url, "/responses", api_key, headers, timeout
-        )
+    path = "/responses"
 
     async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
         """Send ``call`` upstream and report its output through ``out``.

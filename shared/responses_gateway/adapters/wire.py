@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import httpx
 
@@ -27,6 +27,7 @@ from responses_gateway.errors import (
 )
 
 __all__ = [
+    "EndpointAdapter",
     "UpstreamEndpoint",
     "clean_surrogates",
     "finish_reading",
@@ -158,3 +159,29 @@ class UpstreamEndpoint:
             ) from exc
         except httpx.DecodingError as exc:
             raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
+
+
+class EndpointAdapter:
+    """Base of the adapters that stream from one HTTP endpoint under ``base_url``.
+
+    Args:
+        client: the shared upstream HTTP client.
+        base_url: the provider's base URL, including ``/v1``.
+        api_key: sent as ``Authorization: Bearer`` when set.
+        headers: extra headers for every call.
+        timeout: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
+            client's own timeouts.
+    """
+
+    path: ClassVar[str]
+    """The endpoint's path under ``base_url`` (e.g. ``/responses``)."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        self._endpoint = UpstreamEndpoint.at(client, base_url, self.path, api_key, headers, timeout)
