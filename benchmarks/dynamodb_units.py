@@ -18,7 +18,10 @@ Operations:
   at depth 100;
 - ``input_items page``: ``GET /v1/responses/{id}/input_items`` (one ``get_response``; paging is
   done in memory);
-- extras: a 5 MB-input create and its read, a conversation append and a conversation read.
+- extras: a 5 MB-input create and its read, a conversation append and a conversation read;
+- background mode: a checkpoint write of a typical loop state (``put_checkpoint``), one batch of
+  8 SSE frames logged (``append_events``), a replay of 40 logged events plus the terminal
+  (``read_events``) and the terminal claim (``claim_terminal``).
 
 Usage::
 
@@ -44,6 +47,7 @@ from typing import Any
 
 from responses_gateway.ids import new_id
 from responses_gateway.store import Conversation, DynamoStore, StoredResponse
+from responses_gateway.store.base import Checkpoint, Terminal
 from responses_gateway.store.local import start_local_dynamodb
 
 TENANT = "bench"
@@ -178,6 +182,65 @@ async def run(store: DynamoStore) -> dict[str, dict[str, Any]]:
     )
     rows["conversation list_items (20)"] = await measure(
         store, lambda: store.list_items(TENANT, "conv_bench", limit=20)
+    )
+    rows.update(await background(store))
+    return rows
+
+
+def sse_frame(event: str, data: dict[str, Any]) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
+
+
+async def background(store: DynamoStore) -> dict[str, dict[str, Any]]:
+    """A background response after a tool turn: its checkpoint, a batch of text deltas, a replay
+    and the terminal claim."""
+    rows: dict[str, dict[str, Any]] = {}
+    record = typical_record("resp_bg", [])
+    state = {
+        "next_action": {"type": "call_llm"},
+        "transcript": [*record.input_items, *record.output],
+        "iterations": 2,
+        "usage": record.response["usage"],
+    }
+    run_info = {"input_items": record.input_items, "chain": [], "store": True, "generation": 0}
+    await store.put_checkpoint(
+        Checkpoint(TENANT, "resp_bg", 0, 4, state, run_info), expected_version=None
+    )
+    rows["background checkpoint put"] = await measure(
+        store,
+        lambda: store.put_checkpoint(
+            Checkpoint(TENANT, "resp_bg", 1, 12, state, run_info), expected_version=0
+        ),
+    )
+    words = prose(40, "deltas").split()
+    deltas = [
+        sse_frame(
+            "response.output_text.delta",
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 2,
+                "content_index": 0,
+                "delta": f" {word}",
+                "sequence_number": seq,
+            },
+        )
+        for seq, word in enumerate(words)
+    ]
+    for first in range(0, 32, 8):
+        await store.append_events(TENANT, "resp_bg", first, deltas[first : first + 8])
+    rows["background event batch append (8)"] = await measure(
+        store, lambda: store.append_events(TENANT, "resp_bg", 32, deltas[32:40])
+    )
+    final = {**record.response, "id": "resp_bg", "background": True}
+    terminal = Terminal(
+        40, sse_frame("response.completed", {"response": final, "sequence_number": 40}), final
+    )
+    rows["background claim_terminal"] = await measure(
+        store, lambda: store.claim_terminal(TENANT, "resp_bg", terminal)
+    )
+    rows["background read_events (40 + end)"] = await measure(
+        store, lambda: store.read_events(TENANT, "resp_bg", -1)
     )
     return rows
 

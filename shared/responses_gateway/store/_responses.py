@@ -10,7 +10,10 @@ Owns the item layout of a :class:`~responses_gateway.store.base.StoredResponse` 
   ancestors never reads N chains: O(N) bytes, not O(N^2)).
 
 Side items are written first, META last, so a reader sees the old record or the new one, never
-half of one; chunks named by another nonce are ignored. It must not know about HTTP or the loop.
+half of one; chunks named by another nonce are ignored. The same partition holds the response's
+background-mode items (checkpoint, event log, terminal, tool-call journal), owned by
+``_background.py``: their sort keys stay outside ``L#``..``R``, the range :meth:`ResponseTable.get`
+reads. It must not know about HTTP or the loop.
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ from responses_gateway.store._codec import (
 )
 from responses_gateway.store.base import RECORD_VERSION, StoredResponse
 
-__all__ = ["ResponseTable", "chain_digest"]
+__all__ = ["ResponseTable", "chain_digest", "response_pk"]
 
 _log = logging.getLogger(__name__)
 
@@ -51,7 +54,9 @@ _CHUNK_KEYS_PER_GET = 40
 """40 chunks of <= 350 KB stay under BatchGetItem's 16 MB response limit."""
 
 
-def _pk(tenant: str, response_id: str) -> str:
+def response_pk(tenant: str, response_id: str) -> str:
+    """The partition of a response: its META and chunks, and its background items
+    (``_background.py``)."""
     return f"T#{escape(tenant)}#R#{escape(response_id)}"
 
 
@@ -90,7 +95,7 @@ class ResponseTable:
         created = record.response.get("created_at")
         created = int(created) if isinstance(created, int | float) else int(self._clock())
         expires = record.expires_at or created + self._retention
-        pk, nonce = _pk(record.tenant, record.id), secrets.token_hex(8)
+        pk, nonce = response_pk(record.tenant, record.id), secrets.token_hex(8)
         common = {SCHEMA_ATTR: {"N": str(RECORD_VERSION)}, TTL_ATTR: {"N": str(expires)}}
         payload = {"response": record.response, "input_items": record.input_items}
         body, enc = await self._db.offload(encode_json, payload)
@@ -126,7 +131,7 @@ class ResponseTable:
                 _log.warning("could not delete %d replaced chunk items; TTL will", len(stale))
 
     async def get(self, tenant: str, response_id: str) -> StoredResponse | None:
-        pk = _pk(tenant, response_id)
+        pk = response_pk(tenant, response_id)
         for _ in range(_READ_ATTEMPTS):
             # One Query: "L#" chain items and META ("C#" body chunks sort before "L#").
             items = await self._db.query_all("get_response", pk, ("L#", META_SK))
@@ -147,11 +152,11 @@ class ResponseTable:
     async def get_many(self, tenant: str, ids: list[str]) -> list[StoredResponse]:
         wanted = list(dict.fromkeys(ids))
         metas = await self._db.batch_get(
-            "get_responses", [key(_pk(tenant, i), META_SK) for i in wanted]
+            "get_responses", [key(response_pk(tenant, i), META_SK) for i in wanted]
         )
         live: dict[str, Item] = {}
         for response_id in wanted:
-            meta = metas.get((_pk(tenant, response_id), META_SK))
+            meta = metas.get((response_pk(tenant, response_id), META_SK))
             if meta is not None and self._live(meta):
                 live[response_id] = meta
         chains = _derive_chains(live)
@@ -227,7 +232,8 @@ class ResponseTable:
         )
 
     async def delete(self, tenant: str, response_id: str) -> bool:
-        old = await self._db.delete_item("delete_response", key(_pk(tenant, response_id), META_SK))
+        meta_key = key(response_pk(tenant, response_id), META_SK)
+        old = await self._db.delete_item("delete_response", meta_key)
         if old is None:
             return False
         side = _body_keys(old) + _chain_keys(old)

@@ -18,12 +18,17 @@ from typing import Any, Literal, Protocol
 
 __all__ = [
     "RECORD_VERSION",
+    "BackgroundStore",
+    "Checkpoint",
+    "CheckpointConflict",
+    "EventRead",
     "Conversation",
     "ConversationStore",
     "ItemPage",
     "ResponseStore",
     "Store",
     "StoredResponse",
+    "Terminal",
 ]
 
 RECORD_VERSION = 1
@@ -153,5 +158,113 @@ class ConversationStore(Protocol):
     async def delete_item(self, tenant: str, conversation_id: str, item_id: str) -> bool: ...
 
 
-class Store(ResponseStore, ConversationStore, Protocol):
+class CheckpointConflict(Exception):
+    """A checkpoint write lost: another writer advanced the checkpoint, or a cancel was
+    requested. The writer must stop (it no longer owns the response's loop)."""
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """The saved loop of a response run by the background worker (one per response).
+
+    Written after every loop action; only ids travel through the state machine, so this is all a
+    worker invocation needs to continue. ``state`` and ``run`` never hold secrets.
+    """
+
+    tenant: str
+    response_id: str
+    version: int
+    """0 for the first write; each write stores ``expected_version + 1`` (fencing)."""
+    seq: int
+    """The ``sequence_number`` of the next event to log (events below it are all logged)."""
+    state: dict[str, Any]
+    """``LoopState.to_json()``."""
+    run: dict[str, Any] = field(default_factory=dict)
+    """What rebuilds the live context: input items, chain, conversation id, store/stream flags,
+    the execution generation (JSON, no secrets)."""
+    cancel_requested: bool = False
+    """Set by :meth:`BackgroundStore.request_cancel` (read-only for writers)."""
+    expires_at: int = 0
+
+
+@dataclass(slots=True)
+class Terminal:
+    """The ending of a background response: its terminal SSE event and final Response object.
+
+    Claimed once (the first writer wins: the worker finishing, a cancel, the watchdog); the
+    claim is the commit point of the response's outcome."""
+
+    sequence_number: int
+    frame: str
+    """The terminal SSE frame text (``event: ...\ndata: ...\n\n``)."""
+    response: dict[str, Any]
+
+
+@dataclass(slots=True)
+class EventRead:
+    """Logged events after a cursor: numbered frames in order, and the terminal if claimed.
+    Numbered events at or after the terminal's sequence number are left out."""
+
+    events: list[tuple[int, str]]
+    terminal: Terminal | None = None
+
+
+class BackgroundStore(Protocol):
+    """Checkpoints, the event log, terminal claims and the tool-call journal of background
+    responses. All calls are strongly consistent and tenant scoped; items expire with the
+    retention."""
+
+    async def put_checkpoint(self, checkpoint: Checkpoint, *, expected_version: int | None) -> None:
+        """Write ``checkpoint`` iff the stored one has ``expected_version`` (None: none exists yet)
+        and no cancel was requested; otherwise raise :class:`CheckpointConflict`."""
+        ...
+
+    async def get_checkpoint(self, tenant: str, response_id: str) -> Checkpoint | None: ...
+
+    async def request_cancel(self, tenant: str, response_id: str) -> bool:
+        """Flag the checkpoint cancelled (later checkpoint writes conflict); False if none."""
+        ...
+
+    async def append_events(
+        self, tenant: str, response_id: str, first_seq: int, frames: list[str]
+    ) -> None:
+        """Log one batch of frames; ``frames[i]`` has sequence number ``first_seq + i``."""
+        ...
+
+    async def read_events(self, tenant: str, response_id: str, after: int) -> EventRead:
+        """Events with sequence number > ``after`` (-1: all), and the terminal if claimed."""
+        ...
+
+    async def last_event_seq(self, tenant: str, response_id: str) -> int:
+        """The highest numbered sequence number logged (-1 when none)."""
+        ...
+
+    async def truncate_events(self, tenant: str, response_id: str, from_seq: int) -> None:
+        """Delete logged batches holding events >= ``from_seq`` (batches never straddle it)."""
+        ...
+
+    async def claim_terminal(
+        self, tenant: str, response_id: str, terminal: Terminal
+    ) -> Terminal | None:
+        """Store ``terminal`` if no terminal exists: None when this call won, else the winner."""
+        ...
+
+    async def get_terminal(self, tenant: str, response_id: str) -> Terminal | None: ...
+
+    async def journal_start(
+        self, tenant: str, response_id: str, call_id: str
+    ) -> dict[str, Any] | None:
+        """Record that tool call ``call_id`` is about to run. None when this call recorded it;
+        otherwise the existing entry (``{"state": "started"}`` or ``{"state": "finished",
+        "outcome": {...}}``) and the caller must not run the call again."""
+        ...
+
+    async def journal_finish(
+        self, tenant: str, response_id: str, call_id: str, outcome: dict[str, Any]
+    ) -> None:
+        """Record the result of tool call ``call_id`` (``outcome`` is JSON)."""
+        ...
+
+
+class Store(ResponseStore, ConversationStore, BackgroundStore, Protocol):
     """Everything the gateway persists."""

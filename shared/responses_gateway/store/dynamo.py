@@ -23,10 +23,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 from responses_gateway.config import ConfigError
+from responses_gateway.store._background import BackgroundTable
 from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
 from responses_gateway.store._conversations import ConversationTable
 from responses_gateway.store._responses import ResponseTable
-from responses_gateway.store.base import Conversation, ItemPage, StoredResponse
+from responses_gateway.store.base import (
+    Checkpoint,
+    Conversation,
+    EventRead,
+    ItemPage,
+    StoredResponse,
+    Terminal,
+)
 from responses_gateway.store.meter import UnitMeter
 from responses_gateway.store.table import make_client
 
@@ -40,7 +48,8 @@ _DAY = 86_400
 
 
 class DynamoStore:
-    """Stored responses and conversations in one DynamoDB table (see DESIGN.md)."""
+    """Stored responses, conversations and background-mode state in one DynamoDB table (see
+    DESIGN.md)."""
 
     def __init__(
         self,
@@ -62,6 +71,7 @@ class DynamoStore:
         retention = retention_days * _DAY
         self._responses = ResponseTable(db, retention_seconds=retention, clock=clock)
         self._conversations = ConversationTable(db, retention_seconds=retention, clock=clock)
+        self._background = BackgroundTable(db, retention_seconds=retention, clock=clock)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
@@ -91,7 +101,11 @@ class DynamoStore:
         return await self._responses.get_many(tenant, response_ids)
 
     async def delete_response(self, tenant: str, response_id: str) -> bool:
-        return await self._responses.delete(tenant, response_id)
+        """Delete META (the commit point) and its chunks, then purge the response's background
+        items, best effort (what is left is unreachable and expires)."""
+        deleted = await self._responses.delete(tenant, response_id)
+        await self._background.purge(tenant, response_id)
+        return deleted
 
     # Conversations
 
@@ -141,6 +155,51 @@ class DynamoStore:
 
     async def delete_item(self, tenant: str, conversation_id: str, item_id: str) -> bool:
         return await self._conversations.delete_item(tenant, conversation_id, item_id)
+
+    # Background responses
+
+    async def put_checkpoint(self, checkpoint: Checkpoint, *, expected_version: int | None) -> None:
+        """Raises ``CheckpointConflict`` when fenced out, ``ValueError`` when
+        ``checkpoint.version`` is not ``expected_version + 1`` (0 for the first write)."""
+        await self._background.put_checkpoint(checkpoint, expected_version=expected_version)
+
+    async def get_checkpoint(self, tenant: str, response_id: str) -> Checkpoint | None:
+        return await self._background.get_checkpoint(tenant, response_id)
+
+    async def request_cancel(self, tenant: str, response_id: str) -> bool:
+        return await self._background.request_cancel(tenant, response_id)
+
+    async def append_events(
+        self, tenant: str, response_id: str, first_seq: int, frames: list[str]
+    ) -> None:
+        await self._background.append_events(tenant, response_id, first_seq, frames)
+
+    async def read_events(self, tenant: str, response_id: str, after: int) -> EventRead:
+        return await self._background.read_events(tenant, response_id, after)
+
+    async def last_event_seq(self, tenant: str, response_id: str) -> int:
+        return await self._background.last_event_seq(tenant, response_id)
+
+    async def truncate_events(self, tenant: str, response_id: str, from_seq: int) -> None:
+        await self._background.truncate_events(tenant, response_id, from_seq)
+
+    async def claim_terminal(
+        self, tenant: str, response_id: str, terminal: Terminal
+    ) -> Terminal | None:
+        return await self._background.claim_terminal(tenant, response_id, terminal)
+
+    async def get_terminal(self, tenant: str, response_id: str) -> Terminal | None:
+        return await self._background.get_terminal(tenant, response_id)
+
+    async def journal_start(
+        self, tenant: str, response_id: str, call_id: str
+    ) -> dict[str, Any] | None:
+        return await self._background.journal_start(tenant, response_id, call_id)
+
+    async def journal_finish(
+        self, tenant: str, response_id: str, call_id: str, outcome: dict[str, Any]
+    ) -> None:
+        await self._background.journal_finish(tenant, response_id, call_id, outcome)
 
 
 def _region(env: Mapping[str, str]) -> str:
