@@ -64,6 +64,7 @@ FUNCTION_LAYERS = {
     "StreamingFunction": LAYERS,
     "BufferedFunction": LAYERS,
     "AuthorizerFunction": ("SharedLayer",),
+    "WorkerFunction": LAYERS,
 }
 TARGET_READY_MS = 400.0
 TARGET_ARTIFACT_MB = 40.0
@@ -424,6 +425,7 @@ def _add_functions(build_dir: Path) -> Path:
         ("StreamingFunction", "streaming"),
         ("BufferedFunction", "buffered"),
         ("AuthorizerFunction", "authorizer"),
+        ("WorkerFunction", "worker"),
     ):
         target = build_dir / function
         if not target.exists():

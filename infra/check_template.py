@@ -1,7 +1,9 @@
 """Offline validation of ``template.yaml``: the SAM transform, then cfn-lint on its output.
 
 Owns turning the SAM template into the CloudFormation AWS would deploy, without credentials or
-network: local ``CodeUri``/``ContentUri`` paths are rewritten to placeholder S3 URIs, the template
+network: local ``CodeUri``/``ContentUri`` paths are rewritten to placeholder S3 URIs, a state
+machine's local ``DefinitionUri`` is inlined as its ``Definition`` (so that cfn-lint checks the
+ASL against its schema, and tests can read the definition CloudFormation gets), the template
 is transformed with ``samtranslator`` (the library ``sam deploy`` relies on, through
 CloudFormation's ``AWS::Serverless`` transform), and the result is linted with cfn-lint, which no
 longer applies the SAM transform itself and so misses errors inside SAM resources. Conditions
@@ -118,9 +120,10 @@ def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
     return data
 
 
-def _with_s3_code(template: dict[str, Any]) -> dict[str, Any]:
+def _with_s3_code(template: dict[str, Any], base: Path) -> dict[str, Any]:
     """A copy with every local code path replaced by ``s3://responses-gateway-build/<path>``,
-    what ``sam package`` would upload it as."""
+    what ``sam package`` would upload it as, and every local state machine ``DefinitionUri``
+    (relative to ``base``) replaced by the ``Definition`` it holds."""
     result = copy.deepcopy(template)
     for resource in result.get("Resources", {}).values():
         properties = resource.get("Properties") or {}
@@ -128,6 +131,14 @@ def _with_s3_code(template: dict[str, Any]) -> dict[str, Any]:
             value = properties.get(key)
             if isinstance(value, str) and not value.startswith("s3://"):
                 properties[key] = f"s3://responses-gateway-build/{value.strip('/') or 'root'}"
+        definition_uri = properties.get("DefinitionUri")
+        if isinstance(definition_uri, str) and not definition_uri.startswith("s3://"):
+            path = base / definition_uri
+            try:
+                properties["Definition"] = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                raise TemplateError(f"DefinitionUri {definition_uri}: {exc}") from exc
+            del properties["DefinitionUri"]
     return result
 
 
@@ -136,8 +147,15 @@ def transform(
     parameters: Mapping[str, str] | None = None,
     *,
     region: str = "us-east-1",
+    base: Path = ROOT,
 ) -> dict[str, Any]:
     """The CloudFormation template the SAM transform makes of ``template``.
+
+    Args:
+        template: the SAM template.
+        parameters: parameter values (defaults for the rest).
+        region: the region to transform for.
+        base: the directory local paths in the template are relative to.
 
     Raises:
         TemplateError: the transform refused the template (its messages are in the error).
@@ -153,7 +171,7 @@ def transform(
     translator = Translator(managed_policy_map=None, sam_parser=Parser())
     try:
         output: dict[str, Any] = translator.translate(
-            sam_template=_with_s3_code(dict(template)),
+            sam_template=_with_s3_code(dict(template), base),
             parameter_values=dict(parameters or {}),
             get_managed_policy_map=lambda: {},
         )
@@ -174,6 +192,27 @@ def transformed(*, region: str = "us-east-1") -> dict[str, Any]:
     return loaded
 
 
+def _definitions_as_objects(cloudformation: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy in which every state machine definition the SAM transform joined into a
+    ``DefinitionString`` (``Fn::Join`` of JSON lines, from an inline or inlined ``Definition``)
+    is a ``Definition`` object again: cfn-lint checks a ``Definition`` against the States
+    Language schema, never a joined string. The two deploy the same state machine."""
+    result = copy.deepcopy(dict(cloudformation))
+    for resource in result.get("Resources", {}).values():
+        if resource.get("Type") != "AWS::StepFunctions::StateMachine":
+            continue
+        properties = resource.get("Properties") or {}
+        joined = properties.get("DefinitionString")
+        if not (isinstance(joined, dict) and set(joined) == {"Fn::Join"}):
+            continue
+        separator, lines = joined["Fn::Join"]
+        if not all(isinstance(line, str) for line in lines):
+            continue  # intrinsics inside: leave it to CloudFormation
+        properties["Definition"] = json.loads(separator.join(lines))
+        del properties["DefinitionString"]
+    return result
+
+
 def lint(
     cloudformation: Mapping[str, Any],
     *,
@@ -191,7 +230,7 @@ def lint(
     from cfnlint.api import lint as cfn_lint  # type: ignore[import-untyped]
 
     findings: list[str] = []
-    for match in cfn_lint(json.dumps(cloudformation), regions=[region]):
+    for match in cfn_lint(json.dumps(_definitions_as_objects(cloudformation)), regions=[region]):
         rule = str(match.rule.id)
         path = [str(part) for part in match.path]
         if rule in IGNORED_RULES:
@@ -227,7 +266,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     template = load_template(args.template)
     problems = [f"parameter {name} is never used" for name in unused_parameters(template)]
     try:
-        output = transform(template, region=args.region)
+        output = transform(template, region=args.region, base=args.template.resolve().parent)
     except TemplateError as exc:
         problems.append(str(exc))
     else:

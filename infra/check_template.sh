@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Offline validation of template.yaml, as CI runs it (.ci/run): no AWS credentials, no Docker.
 #
-#   1. the SAM transform (samtranslator, from the project's dev extra) + cfn-lint on its output;
+#   1. the SAM transform (samtranslator, from the project's dev extra) + cfn-lint on its output,
+#      the background state machine's ASL inlined so that cfn-lint checks it (check_template.py);
 #   2. `sam validate --lint` (the SAM CLI lives in its own virtualenv, build/sam-cli, because its
 #      pins clash with the project's; an installed `sam` on PATH is used instead when present);
 #   3. `sam build` into build/sam and the artifact-size budget, when make and a Python 3.11 are

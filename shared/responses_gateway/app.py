@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.api import conversations, responses
+from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
 from responses_gateway.ids import new_id
@@ -75,6 +77,19 @@ class EdgeMiddleware:
             await error_response(error)(scope, receive, send_with_id)
 
 
+def _default_launcher(gateway: Gateway) -> Launcher:
+    """Step Functions when the environment names a state machine, else the local runner."""
+    if os.environ.get("BACKGROUND_STATE_MACHINE_ARN"):
+        from responses_gateway.background.stepfunctions import StepFunctionsLauncher
+
+        launcher = StepFunctionsLauncher.from_env()
+        if launcher is not None:
+            return launcher
+    from responses_gateway.background.local import LocalLauncher
+
+    return LocalLauncher.for_gateway(gateway)
+
+
 def create_app(
     config: GatewayConfig,
     store: Store,
@@ -82,6 +97,8 @@ def create_app(
     client: httpx.AsyncClient | None = None,
     latch: UpgradeLatch = PROCESS_LATCH,
     mcp_policy: Any = None,
+    launcher: Launcher | None = None,
+    foreground_budget: float | None = None,
 ) -> FastAPI:
     """The API app for ``config``, keeping state in ``store``.
 
@@ -93,6 +110,10 @@ def create_app(
             by default; tests pass their own).
         mcp_policy: which MCP server URLs may be dialled (an ``McpPolicy``; from the
             environment by default).
+        launcher: what runs background responses: by default the Step Functions state
+            machine named by ``BACKGROUND_STATE_MACHINE_ARN``, else the in-process runner.
+        foreground_budget: seconds a foreground loop may run before it hands over to the
+            background worker (besides the Lambda invocation's own deadline).
     """
     owned_client = client is None
     http = client or httpx.AsyncClient(
@@ -116,7 +137,11 @@ def create_app(
         redoc_url=None,
         openapi_url=None,
     )
-    app.state.gateway = Gateway(config, http, store, latch, mcp_policy=mcp_policy)
+    gateway = Gateway(
+        config, http, store, latch, mcp_policy=mcp_policy, foreground_budget=foreground_budget
+    )
+    gateway.launcher = launcher or _default_launcher(gateway)
+    app.state.gateway = gateway
 
     @app.exception_handler(GatewayError)
     async def _gateway_error(_: Request, exc: GatewayError) -> JSONResponse:

@@ -63,8 +63,9 @@ __all__ = [
     "upstream_client",
 ]
 
-FunctionKind = Literal["streaming", "buffered"]
-"""The two functions that serve the app (see ``template.yaml``)."""
+FunctionKind = Literal["streaming", "buffered", "worker"]
+"""The functions that run the gateway (see ``template.yaml``): two serve the app, one is the
+background worker."""
 
 KEY_PARAMETER_ENV = "UPSTREAM_API_KEY_PARAMETER"
 """Name of an SSM SecureString parameter holding the upstream key."""

@@ -18,6 +18,9 @@ from typing import Any
 import httpx
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_adapter
+from responses_gateway.background.launcher import Launcher
+from responses_gateway.background.log import LogNotifier
+from responses_gateway.background.records import UNFINISHED, current_response
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
@@ -52,6 +55,13 @@ class PreparedRun:
     ctx: LoopContext
     stream: bool
     include_obfuscation: bool
+    tenant: str = "local"
+    run: dict[str, Any] = field(default_factory=dict)
+    """What a worker needs besides the state to continue this loop (a checkpoint's ``run``):
+    input items, chain, conversation, MCP tool specs without secrets, stream flags."""
+    background: bool = False
+    movable: bool = False
+    """Whether the loop may continue elsewhere (stored, and no request secrets to carry)."""
 
 
 @dataclass(slots=True)
@@ -92,12 +102,29 @@ def _conversation_id(value: Any) -> str | None:
     return str(value) if value else None
 
 
+def _carries_secrets(request: CreateResponseRequest) -> bool:
+    return any(
+        isinstance(tool, McpTool) and (tool.headers or tool.authorization)
+        for tool in request.tools or []
+    )
+
+
 def _reject_unsupported(request: CreateResponseRequest) -> None:
-    if request.background:
+    if request.background and request.store is False:
         raise InvalidRequestError(
-            "Background mode is not available on this gateway yet.",
+            "Background mode requires the response to be stored: 'store' cannot be false when "
+            "'background' is true.",
+            param="store",
+            code="invalid_value",
+        )
+    if request.background and _carries_secrets(request):
+        raise InvalidRequestError(
+            "MCP tools with 'headers' or 'authorization' cannot run in background mode: the "
+            "gateway never stores credentials, and a background response runs after this request "
+            "ends. Configure the server on the gateway (mcp_servers) and select it by "
+            "server_label instead.",
             param="background",
-            code="unsupported_parameter",
+            code="invalid_value",
         )
     for index, tool in enumerate(request.tools or []):
         kind = getattr(tool, "type", None)
@@ -121,30 +148,60 @@ class Gateway:
         *,
         mcp_policy: Any = None,
         max_tool_calls: int = 32,
+        launcher: Launcher | None = None,
+        foreground_budget: float | None = None,
     ) -> None:
         self.config = config
         self.client = client
         self.store = store
         self.latch = latch
         self.max_tool_calls = max_tool_calls
+        self.launcher = launcher
+        """Starts background runs (Step Functions, or the in-process runner); None: no
+        background mode (create with ``background: true`` is then 400)."""
+        self.foreground_budget = foreground_budget
+        """Seconds a foreground loop may run before it hands over to the background worker
+        (None: the invocation's own deadline, when the platform tells one)."""
+        self.notifier = LogNotifier()
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
-    def _gateway_tools(
-        self, request: CreateResponseRequest, context: list[dict[str, Any]]
-    ) -> ToolRegistry:
+    def _gateway_tools(self, tools: list[Any], context: list[dict[str, Any]]) -> ToolRegistry:
         """The request's gateway tools; the MCP machinery is imported only when it has some."""
-        mcp_tools = [t for t in request.tools or [] if isinstance(t, McpTool)]
-        if not mcp_tools:
+        if not any(isinstance(t, McpTool) for t in tools):
             return NO_GATEWAY_TOOLS
         from responses_gateway.gateway_tools import McpToolRegistry
         from responses_gateway.mcp.client import McpClient
 
         if self._mcp_client is None:
             self._mcp_client = McpClient(self._mcp_policy)
-        return McpToolRegistry(
-            request.tools or [], self._mcp_client, context, self.config.mcp_servers
+        return McpToolRegistry(tools, self._mcp_client, context, self.config.mcp_servers)
+
+    def live_context(
+        self, tenant: str, state: LoopState, run: dict[str, Any], *, persist: Any = None
+    ) -> LoopContext:
+        """The live context of a loop continued from a checkpoint (``state`` and its ``run``):
+        the adapter for its model, its MCP tools (listings already in its output or context are
+        reused) and, unless given, the persister of its record."""
+        provider, upstream_model = self.config.route(state.model)
+        tools: list[Any] = []
+        if run.get("mcp_tools"):
+            parsed = parse_create_request({"model": state.model, "tools": run["mcp_tools"]})
+            tools = list(parsed.tools or [])
+        return LoopContext(
+            adapter=make_adapter(provider, self.client, self.latch),
+            upstream_model=upstream_model,
+            tools=self._gateway_tools(tools, [*state.control_items, *state.output]),
+            max_tool_calls=self.max_tool_calls,
+            persist=persist if persist is not None else self.persister_for(tenant, run),
         )
+
+    def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
+        """The record writer of a run described by a checkpoint's ``run``."""
+        context = Context(
+            chain=list(run.get("chain") or []), conversation_id=run.get("conversation")
+        )
+        return self._persister(tenant, list(run.get("input_items") or []), context, True)
 
     async def load_context(
         self, tenant: str, previous_response_id: str | None, conversation: Any
@@ -159,6 +216,15 @@ class Gateway:
             previous = await self.store.get_response(tenant, previous_response_id)
             if previous is None:
                 raise previous_not_found(previous_response_id)
+            if previous.status in UNFINISHED:
+                previous.response = await current_response(self.store, previous)
+                if previous.status in UNFINISHED:
+                    raise InvalidRequestError(
+                        f"Previous response with id '{previous_response_id}' is still "
+                        f"{previous.status}; wait for it to finish before continuing it.",
+                        param="previous_response_id",
+                        code="previous_response_in_progress",
+                    )
             ancestors = await self.store.get_responses(tenant, previous.chain)
             history: list[dict[str, Any]] = []
             for record in [*ancestors, previous]:
@@ -181,6 +247,12 @@ class Gateway:
         """
         request = parse_create_request(body)
         _reject_unsupported(request)
+        if request.background and self.launcher is None:
+            raise InvalidRequestError(
+                "Background mode is not configured on this gateway.",
+                param="background",
+                code="unsupported_parameter",
+            )
         provider, upstream_model = self.config.route(request.model)
         context = await self.load_context(
             tenant, request.previous_response_id, request.conversation
@@ -207,16 +279,43 @@ class Gateway:
         ctx = LoopContext(
             adapter=make_adapter(provider, self.client, self.latch),
             upstream_model=upstream_model,
-            tools=self._gateway_tools(request, [*context.history, *prepared.items]),
+            tools=self._gateway_tools(
+                list(request.tools or []), [*context.history, *prepared.items]
+            ),
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(tenant, prepared.items, context, request.store is not False),
         )
         options = request.stream_options
+        include_obfuscation = bool(options and options.include_obfuscation)
+        run = {
+            "input_items": prepared.items,
+            "chain": context.chain,
+            "conversation": context.conversation_id,
+            "mcp_tools": [
+                tool.model_dump(
+                    mode="json",
+                    by_alias=True,
+                    exclude_unset=True,
+                    exclude={"headers", "authorization"},
+                )
+                for tool in request.tools or []
+                if isinstance(tool, McpTool)
+            ],
+            "stream": bool(request.stream),
+            "include_obfuscation": include_obfuscation,
+            "generation": 0,
+        }
         return PreparedRun(
             state=state,
             ctx=ctx,
             stream=bool(request.stream),
-            include_obfuscation=bool(options and options.include_obfuscation),
+            include_obfuscation=include_obfuscation,
+            tenant=tenant,
+            run=run,
+            background=bool(request.background),
+            movable=request.store is not False
+            and not _carries_secrets(request)
+            and self.launcher is not None,
         )
 
     def _persister(

@@ -228,3 +228,12 @@ def buffered_handler(deployed_env: dict[str, str]) -> Any:
     """The buffered function's ``handler``, loaded from its entry module."""
     handler: Any = load_entry("buffered", "buffered_handler.py", deployed_env).handler
     return handler
+
+
+@pytest.fixture(scope="session")
+def worker_handler(deployed_env: dict[str, str]) -> Any:
+    """The background worker function's ``handler``, loaded from its entry module (skipped
+    while ``responses_gateway.background.entry`` does not exist)."""
+    pytest.importorskip("responses_gateway.background.entry")
+    handler: Any = load_entry("worker", "worker_handler.py", deployed_env).handler
+    return handler

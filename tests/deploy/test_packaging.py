@@ -20,6 +20,7 @@ ENTRY_POINTS = {
     "streaming": "streaming_app.py",
     "buffered": "buffered_handler.py",
     "authorizer": "authorizer.py",
+    "worker": "worker_handler.py",
 }
 RUNTIME_PROVIDED = {"boto3"}
 """Project dependencies the Lambda Python runtime already has (not shipped in a layer)."""

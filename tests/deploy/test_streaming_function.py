@@ -16,6 +16,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -121,7 +122,7 @@ def adapter_headers(key_id: str | None, request_id: str | None = None) -> dict[s
         context["identity"]["apiKeyId"] = key_id
     lambda_context = {
         "request_id": str(uuid.uuid4()),
-        "deadline": 1_763_786_700_000,
+        "deadline": int((time.time() + 900) * 1000),  # a fresh 15-minute invocation
         "invoked_function_arn": "arn:aws:lambda:eu-west-1:123456789012:function:streaming",
         "xray_trace_id": "Root=1-6920a1b0-0f1e2d3c4b5a69788796a5b4",
         "env_config": {"function_name": "streaming", "memory": 1024, "version": "$LATEST"},

@@ -3,7 +3,9 @@
 GIVEN the template transformed offline (``infra/check_template.py``), THEN: the two streaming
 routes use response streaming through the Lambda Web Adapter, every other app route is buffered
 through Mangum, every route is wired exactly once and needs an API key, the table matches the
-store's definition, and IAM is scoped to the table (and to the key's parameter or secret).
+store's definition, the background state machine runs ``infra/statemachines/background.asl.json``
+with the worker function, and IAM is scoped to the table (and to the key's parameter or secret,
+the state machine and its executions, the worker).
 """
 
 from __future__ import annotations
@@ -21,6 +23,20 @@ from responses_gateway.api import conversations, responses
 from responses_gateway.store.table import TABLE_DEFINITION, TTL_ATTRIBUTE
 
 ROOT = Path(__file__).resolve().parents[2]
+ASL_FILE = "infra/statemachines/background.asl.json"
+STATE_MACHINE_NAME = "${AWS::StackName}-background"
+STATE_MACHINE_ARN = (
+    "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:stateMachine:"
+    + STATE_MACHINE_NAME
+)
+EXECUTION_ARNS = (
+    "arn:${AWS::Partition}:states:${AWS::Region}:${AWS::AccountId}:execution:"
+    + STATE_MACHINE_NAME
+    + ":*"
+)
+API_FUNCTIONS = {"StreamingFunction", "BufferedFunction"}
+UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction"}
+"""The functions that call the upstream model (and so read its key)."""
 STREAMING_ROUTES = {("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}")}
 LWA_LAYER = re.compile(
     r"^arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:layer:"
@@ -122,7 +138,12 @@ def test_every_function_is_arm64_on_one_python_runtime_with_matching_layers(
     cfn: dict[str, Any], sam_template: dict[str, Any]
 ) -> None:
     functions = _resources(cfn, "AWS::Lambda::Function")
-    assert set(functions) == {"StreamingFunction", "BufferedFunction", "AuthorizerFunction"}
+    assert set(functions) == {
+        "StreamingFunction",
+        "BufferedFunction",
+        "WorkerFunction",
+        "AuthorizerFunction",
+    }
     runtimes = {f["Properties"]["Runtime"] for f in functions.values()}
     assert len(runtimes) == 1
     (runtime,) = runtimes
@@ -233,7 +254,9 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
     assert set(roles) == {
         "StreamingFunctionRole",
         "BufferedFunctionRole",
+        "WorkerFunctionRole",
         "AuthorizerFunctionRole",
+        "BackgroundStateMachineRole",
     }
     for name, role in roles.items():
         for condition, statement in _statements(role):
@@ -249,16 +272,34 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
             elif actions == ["ssm:DescribeParameters"]:
                 assert condition == "HasKeyParameter"
             elif all(a.startswith("ssm:Get") for a in actions):
-                assert (name, condition) == ("StreamingFunctionRole", "HasKeyParameter")
+                assert name.removesuffix("Role") in UPSTREAM_CALLERS
+                assert condition == "HasKeyParameter"
                 assert "UpstreamApiKeyParameterName" in json.dumps(resources)
             elif actions == ["secretsmanager:GetSecretValue"]:
-                assert (name, condition) == ("StreamingFunctionRole", "HasKeySecret")
+                assert name.removesuffix("Role") in UPSTREAM_CALLERS
+                assert condition == "HasKeySecret"
                 assert "${UpstreamApiKeySecretName}-??????" in json.dumps(resources)
+            elif actions == ["states:StartExecution"]:
+                assert name.removesuffix("Role") in API_FUNCTIONS | {"BackgroundStateMachine"}
+                assert resources == [{"Fn::Sub": STATE_MACHINE_ARN}], name
+            elif sorted(actions) == ["states:DescribeExecution", "states:StopExecution"]:
+                assert name.removesuffix("Role") in API_FUNCTIONS
+                assert resources == [{"Fn::Sub": EXECUTION_ARNS}], name
+            elif actions == ["lambda:InvokeFunction"]:
+                assert name == "BackgroundStateMachineRole"
+                ((pattern, variables),) = [r["Fn::Sub"] for r in resources]
+                assert pattern.endswith(":function:${functionName}*")
+                assert variables == {"functionName": {"Ref": "WorkerFunction"}}
             else:
                 pytest.fail(f"{name}: unexpected statement {statement}")
+            assert condition is None or not actions[0].startswith(("states:", "lambda:"))
     assert _statements(roles["AuthorizerFunctionRole"]) == []
     buffered = json.dumps(roles["BufferedFunctionRole"])
     assert "ssm:" not in buffered and "secretsmanager:" not in buffered
+    for name in ("WorkerFunctionRole", "AuthorizerFunctionRole"):
+        assert "states:" not in json.dumps(roles[name]), name
+    machine = json.dumps(roles["BackgroundStateMachineRole"])
+    assert "dynamodb:" not in machine and "ssm:" not in machine
 
 
 def _evaluate(condition: Any, parameters: dict[str, str]) -> Any:
@@ -303,15 +344,89 @@ def test_every_function_keeps_logs_for_a_set_time(cfn: dict[str, Any]) -> None:
 
 def test_tracing_is_on(cfn: dict[str, Any]) -> None:
     assert cfn["Resources"]["GatewayApiprodStage"]["Properties"]["TracingEnabled"] is True
-    for name in ("StreamingFunction", "BufferedFunction"):
+    for name in ("StreamingFunction", "BufferedFunction", "WorkerFunction"):
         properties = cfn["Resources"][name]["Properties"]
         assert properties["TracingConfig"] == {"Mode": "Active"}
 
 
-def test_upstream_key_reaches_only_the_streaming_function(cfn: dict[str, Any]) -> None:
+def test_upstream_key_reaches_only_the_functions_calling_the_upstream(cfn: dict[str, Any]) -> None:
     functions = _resources(cfn, "AWS::Lambda::Function")
     for name, function in functions.items():
         variables = function["Properties"]["Environment"]["Variables"]
         has_key_source = {"UPSTREAM_API_KEY_PARAMETER", "UPSTREAM_API_KEY_SECRET"} & set(variables)
-        assert bool(has_key_source) is (name == "StreamingFunction"), name
+        assert bool(has_key_source) is (name in UPSTREAM_CALLERS), name
         assert "UPSTREAM_API_KEY" not in variables
+
+
+# -- background mode -----------------------------------------------------------------------------
+
+
+def _definition(cfn: dict[str, Any]) -> dict[str, Any]:
+    """The state machine definition CloudFormation gets (SAM joins it into lines)."""
+    properties = cfn["Resources"]["BackgroundStateMachine"]["Properties"]
+    separator, lines = properties["DefinitionString"]["Fn::Join"]
+    definition: dict[str, Any] = json.loads(separator.join(lines))
+    return definition
+
+
+def test_worker_function_runs_the_background_entry_for_fifteen_minutes(
+    sam_template: dict[str, Any], cfn: dict[str, Any]
+) -> None:
+    function = cfn["Resources"]["WorkerFunction"]["Properties"]
+    assert function["Handler"] == "worker_handler.handler"
+    assert sam_template["Resources"]["WorkerFunction"]["Properties"]["CodeUri"] == (
+        "functions/worker/"
+    )
+    assert function["Timeout"] == 900
+    assert function["MemorySize"] == {"Ref": "WorkerMemorySize"}
+    written = sam_template["Resources"]["WorkerFunction"]["Properties"]
+    assert written["Layers"] == [{"Ref": "DependenciesLayer"}, {"Ref": "SharedLayer"}]
+    variables = function["Environment"]["Variables"]
+    assert variables["BACKGROUND_MAX_SECONDS"] == {"Ref": "BackgroundMaxSeconds"}
+    assert variables["POWERTOOLS_SERVICE_NAME"] == "responses-gateway"
+    assert "AWS_LAMBDA_EXEC_WRAPPER" not in variables
+    assert "BACKGROUND_STATE_MACHINE_ARN" not in variables  # the machine hands over itself
+    assert sam_template["Parameters"]["BackgroundMaxSeconds"]["Default"] == 6 * 3600
+    # the task gives up on a lost invocation a minute after Lambda would have ended it
+    run_worker = _definition(cfn)["States"]["RunWorker"]
+    assert run_worker["TimeoutSeconds"] == function["Timeout"] + 60
+
+
+def test_background_state_machine_runs_the_asl_file_with_the_worker(
+    sam_template: dict[str, Any], cfn: dict[str, Any]
+) -> None:
+    written = sam_template["Resources"]["BackgroundStateMachine"]["Properties"]
+    assert written["DefinitionUri"] == ASL_FILE
+    assert written["Type"] == "STANDARD"
+    machine = cfn["Resources"]["BackgroundStateMachine"]
+    assert machine["Type"] == "AWS::StepFunctions::StateMachine"
+    properties = machine["Properties"]
+    assert properties["StateMachineType"] == "STANDARD"
+    assert properties["StateMachineName"] == {"Fn::Sub": STATE_MACHINE_NAME}
+    assert properties["RoleArn"] == {"Fn::GetAtt": ["BackgroundStateMachineRole", "Arn"]}
+    text = (ROOT / ASL_FILE).read_text()
+    assert _definition(cfn) == json.loads(text)
+    substitutions = properties["DefinitionSubstitutions"]
+    assert substitutions == {"WorkerFunctionArn": {"Fn::GetAtt": ["WorkerFunction", "Arn"]}}
+    assert set(re.findall(r"\$\{(\w+)\}", text)) == set(substitutions)
+    invoked = {
+        state["Parameters"]["FunctionName"]
+        for state in json.loads(text)["States"].values()
+        if state.get("Resource") == "arn:aws:states:::lambda:invoke"
+    }
+    assert invoked == {"${WorkerFunctionArn}"}
+    assert cfn["Outputs"]["BackgroundStateMachineArn"]["Value"] == {"Ref": "BackgroundStateMachine"}
+
+
+def test_api_functions_know_the_state_machine_by_its_fixed_name(cfn: dict[str, Any]) -> None:
+    for name, function in _resources(cfn, "AWS::Lambda::Function").items():
+        variables = function["Properties"]["Environment"]["Variables"]
+        if name in API_FUNCTIONS:
+            assert variables["BACKGROUND_STATE_MACHINE_ARN"] == {"Fn::Sub": STATE_MACHINE_ARN}
+        else:
+            assert "BACKGROUND_STATE_MACHINE_ARN" not in variables, name
+
+
+def test_cancel_is_a_buffered_route(cfn: dict[str, Any]) -> None:
+    operation = _routes(cfn)[("POST", "/v1/responses/{response_id}/cancel")]
+    assert _target(operation) == ("BufferedFunction", "2015-03-31/invocations")

@@ -19,7 +19,7 @@ import pytest
 
 from responses_gateway.adapters.select import UpgradeLatch
 from responses_gateway.app import create_app
-from responses_gateway.config import parse_config
+from responses_gateway.config import GatewayConfig, parse_config
 from responses_gateway.mcp.security import McpPolicy
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
@@ -43,6 +43,8 @@ class Stack:
     gateway_server: RunningServer
     latch: UpgradeLatch
     dynamo: LocalDynamo
+    config: GatewayConfig | None = None
+    store: DynamoStore | None = None
 
     @property
     def base_url(self) -> str:
@@ -125,7 +127,7 @@ def stack() -> Iterator[Stack]:
     policy = McpPolicy(allow_http=True, allow_loopback=True)  # test MCP servers are local
     gateway_server = run_in_thread(create_app(config, store, latch=latch, mcp_policy=policy))
     try:
-        yield Stack(upstream, upstream_server, gateway_server, latch, dynamo)
+        yield Stack(upstream, upstream_server, gateway_server, latch, dynamo, config, store)
     finally:
         gateway_server.stop()
         upstream_server.stop()

@@ -193,3 +193,23 @@ def test_build_model_call_passes_the_clients_include() -> None:
     assert call.params == {
         "include": ["reasoning.encrypted_content", "message.output_text.logprobs"]
     }
+
+
+async def test_run_loop_pauses_between_actions_and_a_later_run_finishes_it() -> None:
+    asked: list[str] = []
+
+    def pause(state: LoopState) -> bool:
+        asked.append(type(state.next_action).__name__)
+        return True
+
+    sink = Recorder()
+    ctx = LoopContext(ScriptAdapter(say("Hello")), "up")
+    state = await run_loop(_state(), ctx, sink, pause=pause)
+    assert (state.status, asked, state.next_action) == ("in_progress", ["Finish"], Finish())
+    assert "ResponseFinished" not in sink.types()
+
+    resumed = LoopState.from_json(json.loads(json.dumps(state.to_json())))
+    await run_loop(resumed, ctx, sink, pause=pause)
+    assert resumed.status == "completed"
+    assert asked == ["Finish"]  # never asked after the last action
+    assert sink.types()[-1] == "ResponseFinished"

@@ -7,16 +7,42 @@ and how list endpoints read ``after``/``limit``/``order`` (with OpenAI-style 400
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import Request
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.service import Gateway
-from responses_gateway.tenancy import LOCAL_TENANT, TenancyPolicy, current_policy
+from responses_gateway.tenancy import LOCAL_TENANT, TRUST_ENV, TenancyPolicy, current_policy
 
-__all__ = ["LOCAL_TENANT", "Page", "gateway_of", "list_object", "page_params", "tenant_of"]
+if TYPE_CHECKING:
+    from responses_gateway.api.streaming import Timing
+
+__all__ = [
+    "LOCAL_TENANT",
+    "Page",
+    "gateway_of",
+    "invocation_deadline",
+    "list_object",
+    "page_params",
+    "tenant_of",
+    "timing_of",
+]
+
+LAMBDA_CONTEXT_HEADER = "x-amzn-lambda-context"
+"""The invocation context the Lambda Web Adapter passes to the app (JSON, with ``deadline`` in
+milliseconds since the epoch)."""
+
+HANDOVER_MARGIN_ENV = "HANDOVER_MARGIN_SECONDS"
+_HANDOVER_MARGIN = 180.0
+"""Seconds before the invocation's deadline a foreground loop hands over to the worker: room
+for the action in flight (tool calls default to a 120 s limit)."""
+_STREAM_MARGIN = 5.0
+"""Seconds before the deadline a stream following the log ends cleanly."""
 
 
 def gateway_of(request: Request) -> Gateway:
@@ -36,6 +62,44 @@ def tenant_of(request: Request) -> str:
     if not isinstance(policy, TenancyPolicy):
         policy = current_policy()
     return policy.resolve(event=request.scope.get("aws.event"), headers=request.headers)
+
+
+def invocation_deadline(request: Request) -> float | None:
+    """When the Lambda invocation serving ``request`` ends (``time.time()`` seconds), or None
+    when it does not run under Lambda: Mangum's context object, or the Lambda Web Adapter's
+    context header (trusted only with ``GATEWAY_TRUST_LAMBDA_CONTEXT=1``, as for tenancy)."""
+    context = request.scope.get("aws.context")
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(remaining):
+        return time.time() + float(remaining()) / 1000
+    if os.environ.get(TRUST_ENV, "").strip().lower() not in ("1", "true", "yes"):
+        return None
+    raw = request.headers.get(LAMBDA_CONTEXT_HEADER)
+    if not raw:
+        return None
+    try:
+        deadline = json.loads(raw).get("deadline")
+        return float(deadline) / 1000 if deadline else None
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def timing_of(request: Request) -> Timing:
+    """When a create served by ``request`` hands over to the worker and when its streams end:
+    the invocation's deadline minus margins, and the gateway's ``foreground_budget``."""
+    from responses_gateway.api.streaming import Timing
+
+    deadline = invocation_deadline(request)
+    hand_over_at = stream_until = None
+    if deadline is not None:
+        margin = float(os.environ.get(HANDOVER_MARGIN_ENV) or _HANDOVER_MARGIN)
+        hand_over_at = deadline - margin
+        stream_until = deadline - _STREAM_MARGIN
+    budget = gateway_of(request).foreground_budget
+    if budget is not None:
+        budget_end = time.time() + budget
+        hand_over_at = budget_end if hand_over_at is None else min(hand_over_at, budget_end)
+    return Timing(hand_over_at=hand_over_at, stream_until=stream_until)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,8 +13,10 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of
-from responses_gateway.api.streaming import run_buffered, run_streamed
+from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
+from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
+from responses_gateway.background.records import current_response
+from responses_gateway.background.runs import cancel_run, start_background
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.loop import render_response
 from responses_gateway.loop.prepared import prepare_input, to_model_items
@@ -50,11 +52,21 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 
 @router.post("")
 async def create_response(request: Request) -> Response:
-    run = await gateway_of(request).prepare(await request.body(), tenant_of(request))
+    gateway = gateway_of(request)
+    run = await gateway.prepare(await request.body(), tenant_of(request))
+    timing = timing_of(request)
+    if run.background:
+        queued = await start_background(gateway, run)
+        if run.stream:
+            return stream_log(gateway, run.tenant, run.state.response_id, -1, timing)
+        return JSONResponse(queued)
     if run.stream:
-        return await run_streamed(run)
-    if not await run_buffered(run, request):
+        return await run_streamed(run, gateway, timing)
+    outcome = await run_buffered(run, request, gateway, timing)
+    if outcome is False:
         return Response(status_code=499)  # the client is gone; nobody reads this
+    if isinstance(outcome, dict):  # handed over to the background worker
+        return JSONResponse(outcome)
     if run.ctx.failure is not None:
         if run.state.tool_calls_executed:  # side effects happened: a blind retry would repeat them
             run.ctx.failure.headers["x-should-retry"] = "false"
@@ -93,16 +105,50 @@ async def count_input_tokens(request: Request) -> dict[str, Any]:
     return {"object": "response.input_tokens", "input_tokens": math.ceil(characters / 4)}
 
 
+def _starting_after(request: Request) -> int:
+    raw = request.query_params.get("starting_after")
+    if raw is None:
+        return -1
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+        raw = None
+    if raw is None or value < 0:
+        raise InvalidRequestError(
+            "Invalid 'starting_after': expected a non-negative integer.",
+            param="starting_after",
+            code="invalid_value",
+        )
+    return value
+
+
 @router.get("/{response_id}")
-async def retrieve_response(request: Request, response_id: str) -> dict[str, Any]:
+async def retrieve_response(request: Request, response_id: str) -> Any:
     record = await _stored(request, response_id)
-    if request.query_params.get("stream") == "true":
+    gateway = gateway_of(request)
+    if request.query_params.get("stream") != "true":
+        return await current_response(gateway.store, record)
+    after = _starting_after(request)
+    checkpoint = await gateway.store.get_checkpoint(record.tenant, record.id)
+    if checkpoint is None:
         raise InvalidRequestError(
             "This response cannot be streamed because it was not created with background=true.",
             param="stream",
             code="invalid_value",
         )
-    return record.response
+    if not checkpoint.run.get("stream"):
+        raise InvalidRequestError(
+            "This response cannot be streamed because it was not created with stream=true.",
+            param="stream",
+            code="invalid_value",
+        )
+    return stream_log(gateway, record.tenant, record.id, after, timing_of(request))
+
+
+@router.post("/{response_id}/cancel")
+async def cancel_response(request: Request, response_id: str) -> dict[str, Any]:
+    return await cancel_run(gateway_of(request), await _stored(request, response_id))
 
 
 @router.delete("/{response_id}")

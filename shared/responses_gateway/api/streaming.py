@@ -5,24 +5,58 @@ request the upstream refuses (an HTTP error, or a failure before any output) get
 status; afterwards failures travel as ``response.failed`` events. Owns what a client disconnect
 does: the loop task is cancelled (it stores the response as ``cancelled`` and closes the
 upstream stream) and left to finish that cleanup on its own.
+
+Also owns the foreground hand-over: a loop that reaches its ``Timing.hand_over_at`` between two
+actions continues in the background worker (:func:`responses_gateway.background.runs.hand_over`).
+A streaming client then keeps receiving events from the log, each exactly once, until
+``Timing.stream_until`` (it resumes with ``starting_after`` after that); a buffered client gets the
+``in_progress`` Response object and polls. And :func:`stream_log`, the SSE answer that follows a
+background response's log.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
+from responses_gateway.background.log import follow
+from responses_gateway.background.runs import hand_over
 from responses_gateway.loop import NullSink, run_loop
 from responses_gateway.loop.events import ItemStarted, LoopEvent, Sink
-from responses_gateway.service import PreparedRun
+from responses_gateway.loop.state import Finish, LoopState
+from responses_gateway.service import Gateway, PreparedRun
 from responses_gateway.sinks.sse import SSESink
 
-__all__ = ["run_buffered", "run_streamed"]
+__all__ = ["Timing", "run_buffered", "run_streamed", "stream_log"]
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """When a foreground request must let go (wall-clock seconds, ``time.time()``)."""
+
+    hand_over_at: float | None = None
+    """After this, the loop hands over to the worker at its next action boundary."""
+    stream_until: float | None = None
+    """After this, a stream following the log ends (the invocation's own deadline, minus a
+    margin); the client resumes with ``starting_after``."""
+
+    def pause(self, run: PreparedRun) -> Callable[[LoopState], bool] | None:
+        """The loop's ``pause`` for ``run``: past the hand-over time, before any action but the
+        last (finishing costs nothing; handing it over would)."""
+        deadline = self.hand_over_at
+        if deadline is None or not run.movable:
+            return None
+        return lambda state: not isinstance(state.next_action, Finish) and time.time() >= deadline
+
+
+NO_LIMITS = Timing()
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -74,16 +108,45 @@ async def _drain(
             _abandon(task)
 
 
-async def run_streamed(run: PreparedRun) -> Response:
+def _follow_deadline(until: float | None) -> float | None:
+    """``until`` (wall clock) on the monotonic clock :func:`follow` uses."""
+    return None if until is None else time.monotonic() + (until - time.time())
+
+
+async def run_streamed(
+    run: PreparedRun, gateway: Gateway | None = None, timing: Timing = NO_LIMITS
+) -> Response:
     """Run the loop and answer with SSE once the first output item exists."""
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
     committed = asyncio.Event()
-    sse = SSESink(queue.put_nowait, include_obfuscation=run.include_obfuscation)
+    pause = timing.pause(run) if gateway is not None else None
+    sent: list[bytes] = []
+
+    def write(frame: bytes) -> None:
+        queue.put_nowait(frame)
+        if pause is not None:
+            sent.append(frame)  # the start of the log, should the loop hand over
+
+    sse = SSESink(write, include_obfuscation=run.include_obfuscation)
     sink = _CommitSink(sse, committed)
 
     async def run_to_end() -> None:
         try:
-            await run_loop(run.state, run.ctx, sink)
+            await run_loop(run.state, run.ctx, sink, pause=pause)
+            if run.state.status != "in_progress" or gateway is None:
+                return
+            await asyncio.shield(hand_over(gateway, run, sent))
+            committed.set()
+            frames = follow(
+                gateway.store,
+                run.tenant,
+                run.state.response_id,
+                len(sent) - 1,
+                notifier=gateway.notifier,
+                deadline=_follow_deadline(timing.stream_until),
+            )
+            async for frame in frames:
+                queue.put_nowait(frame)
         finally:
             queue.put_nowait(None)
 
@@ -109,12 +172,19 @@ async def _disconnected(request: Request) -> None:
         pass
 
 
-async def run_buffered(run: PreparedRun, request: Request) -> bool:
-    """Run the loop to its end for a non-streaming client; False if the client went away.
+async def run_buffered(
+    run: PreparedRun,
+    request: Request,
+    gateway: Gateway | None = None,
+    timing: Timing = NO_LIMITS,
+) -> dict[str, Any] | bool:
+    """Run the loop to its end for a non-streaming client; False if the client went away, True
+    when it ended, or the ``in_progress`` Response object when it handed over to the worker.
 
     A client that disconnects cancels the response, exactly as a streaming one does.
     """
-    task = asyncio.create_task(run_loop(run.state, run.ctx, NullSink()))
+    pause = timing.pause(run) if gateway is not None else None
+    task = asyncio.create_task(run_loop(run.state, run.ctx, NullSink(), pause=pause))
     watcher = asyncio.create_task(_disconnected(request))
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
@@ -126,4 +196,23 @@ async def run_buffered(run: PreparedRun, request: Request) -> bool:
             await task
         return False
     task.result()
+    if gateway is not None and run.state.status == "in_progress":
+        return await asyncio.shield(hand_over(gateway, run, []))
     return True
+
+
+def stream_log(
+    gateway: Gateway, tenant: str, response_id: str, after: int, timing: Timing = NO_LIMITS
+) -> Response:
+    """SSE of a background response's log after ``after``, following it to its end (or to
+    ``timing.stream_until``). A client that goes away only stops its own stream: the response
+    runs on."""
+    frames = follow(
+        gateway.store,
+        tenant,
+        response_id,
+        after,
+        notifier=gateway.notifier,
+        deadline=_follow_deadline(timing.stream_until),
+    )
+    return StreamingResponse(frames, media_type="text/event-stream", headers=_SSE_HEADERS)

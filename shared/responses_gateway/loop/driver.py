@@ -340,15 +340,26 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
     return False
 
 
-async def run_loop(state: LoopState, ctx: LoopContext, sink: Sink) -> LoopState:
-    """Run the loop to its end and return the final state.
+async def run_loop(
+    state: LoopState,
+    ctx: LoopContext,
+    sink: Sink,
+    *,
+    pause: Callable[[LoopState], bool] | None = None,
+) -> LoopState:
+    """Run the loop to its end (or until ``pause``) and return the state.
+
+    ``pause`` is asked between two actions (never before the first, never after the last): when
+    it answers True the loop stops there, unfinished (``state.status`` stays ``in_progress``), so
+    its caller can hand the state over to a worker (a foreground request near its deadline).
 
     If the task running it is cancelled (the client disconnected), the response is stored as
     ``cancelled`` with everything produced so far, and the cancellation propagates.
     """
     try:
         while not await step(state, ctx, sink):
-            pass
+            if pause is not None and pause(state):
+                break
     except asyncio.CancelledError:
         if state.status == "in_progress":
             await asyncio.shield(cancel(state, ctx))

@@ -38,6 +38,7 @@ from responses_gateway.testing.server import RunningServer, run_in_thread
 
 __all__ = [
     "MCP_TEST_TOKEN",
+    "CallLog",
     "HangControl",
     "McpServerKind",
     "McpServerPool",
@@ -86,6 +87,27 @@ class HangControl:
                 loop.call_soon_threadsafe(event.set)
 
 
+class CallLog:
+    """The tool calls a server executed, in order, as ``(tool, arguments)`` (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._calls: list[tuple[str, dict[str, object]]] = []
+
+    def record(self, tool: str, **arguments: object) -> None:
+        with self._lock:
+            self._calls.append((tool, arguments))
+
+    @property
+    def calls(self) -> list[tuple[str, dict[str, object]]]:
+        with self._lock:
+            return list(self._calls)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._calls.clear()
+
+
 class RunningMcpServer:
     """An MCP server in a uvicorn thread; stop it with :meth:`stop` or ``with``."""
 
@@ -95,8 +117,11 @@ class RunningMcpServer:
         kind: McpServerKind,
         transport: McpTransport,
         hang: HangControl,
+        log: CallLog | None = None,
     ) -> None:
         self._server = server
+        self.log = log or CallLog()
+        """The tool calls this server executed (``calc`` tools)."""
         self.kind: McpServerKind = kind
         self.transport: McpTransport = transport
         self.hang = hang
@@ -144,16 +169,18 @@ class _FailingServer(MCPServer):
         raise MCPError(INTERNAL_ERROR, "tool listing is broken on purpose")
 
 
-def _add_calc_tools(server: MCPServer) -> None:
+def _add_calc_tools(server: MCPServer, log: CallLog) -> None:
     @server.tool(
         description="Add two numbers.",
         annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True),
     )
     def add(a: float, b: float) -> float:
+        log.record("add", a=a, b=b)
         return a + b
 
     @server.tool(description="Divide a by b.")
     def divide(a: float, b: float) -> float:
+        log.record("divide", a=a, b=b)
         if b == 0:
             raise ToolError("division by zero")
         return a / b
@@ -163,17 +190,18 @@ def _add_calc_tools(server: MCPServer) -> None:
         annotations=ToolAnnotations(read_only_hint=True),
     )
     def repeat(text: str, times: int) -> str:
+        log.record("repeat", text=text, times=times)
         return text * times
 
 
-def _build_server(kind: McpServerKind, control: HangControl) -> MCPServer:
+def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MCPServer:
     server: MCPServer
     if kind == "failing":
         server = _FailingServer("failing", log_level="WARNING")
     else:
         server = MCPServer(kind, log_level="WARNING")
     if kind in ("calc", "auth_required", "failing"):
-        _add_calc_tools(server)
+        _add_calc_tools(server, log)
     if kind == "failing":
 
         @server.tool(description="Answer with a JSON-RPC error instead of a result.")
@@ -232,9 +260,10 @@ def create_mcp_app(
     *,
     stateless: bool = False,
     hang: HangControl | None = None,
+    log: CallLog | None = None,
 ) -> ASGIApp:
     """The ASGI app of one test server (streamable HTTP at ``/mcp``, SSE at ``/sse``)."""
-    server = _build_server(kind, hang or HangControl())
+    server = _build_server(kind, hang or HangControl(), log or CallLog())
     app: ASGIApp
     if transport == "sse":
         app = server.sse_app(transport_security=_NO_REBINDING_CHECK)
@@ -264,10 +293,10 @@ def start_mcp_server(
         host: The interface to bind.
         port: The port; 0 picks a free one.
     """
-    hang = HangControl()
-    app = create_mcp_app(kind, transport, stateless=stateless, hang=hang)
+    hang, log = HangControl(), CallLog()
+    app = create_mcp_app(kind, transport, stateless=stateless, hang=hang, log=log)
     running = run_in_thread(app, host=host, port=port, graceful_timeout=2)
-    return RunningMcpServer(running, kind, transport, hang)
+    return RunningMcpServer(running, kind, transport, hang, log)
 
 
 class McpServerPool:

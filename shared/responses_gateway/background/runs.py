@@ -1,0 +1,210 @@
+"""Starting, handing over, cancelling and failing background runs.
+
+Owns the transitions of a background response that happen outside the worker:
+
+- :func:`start_background`: a ``background: true`` create. The checkpoint (status ``queued``),
+  the first two events (``response.created`` and ``response.queued``) and the ``queued`` record
+  are written, then the launcher starts the worker.
+- :func:`hand_over`: a foreground loop near its deadline continues in the worker. Its events so
+  far are logged (a streaming client can then resume from any cursor), its state checkpointed and
+  its record written ``in_progress``.
+- :func:`end_run`: ends a run from its latest checkpoint, for a cancel or the watchdog. The
+  terminal is *claimed* (the first ending wins; a worker finishing at the same moment may win),
+  then the record is written.
+- :func:`cancel_run`: the cancel endpoint's logic (flag the checkpoint so the worker stops at its
+  next action boundary, end the run ``cancelled``, stop the execution).
+
+It never runs loop actions (that is :mod:`.worker`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from responses_gateway.errors import InternalError, InvalidRequestError
+from responses_gateway.loop.events import ItemFinished, ResponseFinished, ResponseStarted
+from responses_gateway.loop.render import render_response
+from responses_gateway.loop.state import LoopState
+from responses_gateway.sinks.sse import SSESink
+from responses_gateway.store.base import Checkpoint, StoredResponse, Terminal
+
+if TYPE_CHECKING:
+    from responses_gateway.service import Gateway, PreparedRun
+
+__all__ = [
+    "WORKER_LOST",
+    "cancel_run",
+    "end_run",
+    "hand_over",
+    "start_background",
+    "terminal_frame",
+]
+
+_log = logging.getLogger(__name__)
+
+WORKER_LOST = {
+    "code": "server_error",
+    "message": "The background worker stopped before the response finished.",
+}
+"""The ``error`` of a response the watchdog ended."""
+
+_ENDED = frozenset({"completed", "incomplete", "failed", "cancelled"})
+
+
+def terminal_frame(
+    response: dict[str, Any], sequence_number: int, closed: Sequence[int] = ()
+) -> str:
+    """The ending frames of ``response`` from ``sequence_number``: ``output_item.done`` (and
+    ``mcp_call.failed``...) for the items at output indexes ``closed`` (still open when the run
+    was ended from outside), then the terminal event. They are claimed together, as one."""
+    frames: list[bytes] = []
+    sink = SSESink(frames.append, first_sequence_number=sequence_number)
+    output = response.get("output") or []
+    for index in closed:
+        sink.emit(ItemFinished(index, dict(output[index])))
+    sink.emit(ResponseFinished(response))
+    return b"".join(frames).decode()
+
+
+async def start_background(gateway: Gateway, run: PreparedRun) -> dict[str, Any]:
+    """Queue a ``background: true`` create and start its worker; returns the queued object."""
+    state, store, tenant = run.state, gateway.store, run.tenant
+    state.status = "queued"
+    queued = render_response(state)
+    frames: list[bytes] = []
+    sink = SSESink(frames.append, include_obfuscation=run.include_obfuscation)
+    sink.emit(ResponseStarted(queued))  # response.created + response.queued
+    checkpoint = Checkpoint(tenant, state.response_id, 0, len(frames), state.to_json(), run.run)
+    await asyncio.gather(  # a new id: nothing else writes these yet, so in parallel
+        store.put_checkpoint(checkpoint, expected_version=None),
+        store.append_events(tenant, state.response_id, 0, [f.decode() for f in frames]),
+        _write_record(gateway, tenant, run.run, queued),
+    )
+    await _launch(gateway, tenant, state.response_id, run.run)
+    return queued
+
+
+async def hand_over(gateway: Gateway, run: PreparedRun, logged: list[bytes]) -> dict[str, Any]:
+    """Continue a foreground loop in the worker from its state now (between two actions).
+
+    ``logged`` holds the frames already sent to a streaming client (empty for a buffered one):
+    they become the start of the log. Returns the ``in_progress`` Response object.
+    """
+    state, store, tenant = run.state, gateway.store, run.tenant
+    frames = [f.decode() for f in logged]
+    if frames:
+        await store.append_events(tenant, state.response_id, 0, frames)
+    await store.put_checkpoint(
+        Checkpoint(tenant, state.response_id, 0, len(frames), state.to_json(), run.run),
+        expected_version=None,
+    )
+    current = render_response(state)
+    await _write_record(gateway, tenant, run.run, current)
+    await _launch(gateway, tenant, state.response_id, run.run)
+    return current
+
+
+async def _write_record(
+    gateway: Gateway, tenant: str, run: dict[str, Any], response: dict[str, Any]
+) -> None:
+    await gateway.store.put_response(
+        StoredResponse(
+            tenant=tenant,
+            id=str(response["id"]),
+            response=response,
+            input_items=list(run.get("input_items") or []),
+            chain=list(run.get("chain") or []),
+            conversation_id=run.get("conversation"),
+        )
+    )
+
+
+async def _launch(gateway: Gateway, tenant: str, response_id: str, run: dict[str, Any]) -> None:
+    assert gateway.launcher is not None  # prepare() refuses background runs without one
+    try:
+        await gateway.launcher.start(tenant, response_id, int(run.get("generation") or 0))
+    except Exception as error:
+        _log.error("could not start the background run of %s: %r", response_id, error)
+        failure = InternalError("The background run could not be started.")
+        await end_run(gateway, tenant, response_id, "failed", error=_error_object(failure))
+        failure.headers["x-should-retry"] = "false"
+        raise failure from error
+
+
+def _error_object(error: InternalError) -> dict[str, Any]:
+    return {"code": "server_error", "message": error.message}
+
+
+async def end_run(
+    gateway: Gateway,
+    tenant: str,
+    response_id: str,
+    outcome: str,
+    *,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """End a run from its latest checkpoint with ``outcome``; returns the Response object as it
+    ended (possibly another ending that won the claim), or None when there is no checkpoint."""
+    store = gateway.store
+    checkpoint = await store.get_checkpoint(tenant, response_id)
+    if checkpoint is None:
+        return None
+    existing = await store.get_terminal(tenant, response_id)
+    if existing is not None:
+        return existing.response
+    state = LoopState.from_json(checkpoint.state)
+    closed = []
+    for index, item in enumerate(state.output):  # nothing runs any more: close what is open
+        if item.get("status") == "in_progress":
+            item["status"] = "incomplete"
+            closed.append(index)
+    state.status = outcome
+    state.error = error
+    state.incomplete_reason = None
+    response = render_response(state)
+    seq = max(checkpoint.seq, await store.last_event_seq(tenant, response_id) + 1)
+    claim = Terminal(seq, terminal_frame(response, seq, closed), response)
+    winner = await store.claim_terminal(tenant, response_id, claim)
+    if winner is not None and winner.frame != claim.frame:  # another ending won
+        return winner.response
+    gateway.notifier.notify(tenant, response_id)
+    await gateway.persister_for(tenant, checkpoint.run)(state, response)
+    return response
+
+
+async def cancel_run(gateway: Gateway, record: StoredResponse) -> dict[str, Any]:
+    """``POST /responses/{id}/cancel`` for a stored record (see the module docstring).
+
+    Raises:
+        InvalidRequestError: the response never ran in the background.
+    """
+    store, tenant = gateway.store, record.tenant
+    checkpoint = None
+    if not record.response.get("background"):
+        checkpoint = await store.get_checkpoint(tenant, record.id)  # a foreground hand-over?
+        if checkpoint is None:
+            raise InvalidRequestError(
+                "Only responses created with background=true can be cancelled.",
+                param="response_id",
+                code="invalid_value",
+            )
+    if record.status in _ENDED:
+        return record.response
+    terminal = await store.get_terminal(tenant, record.id)
+    if terminal is not None:
+        return terminal.response
+    await store.request_cancel(tenant, record.id)
+    ended = await end_run(gateway, tenant, record.id, "cancelled")
+    if ended is None:  # a record without a checkpoint: nothing runs it
+        return record.response
+    if gateway.launcher is not None and ended.get("status") == "cancelled":
+        checkpoint = checkpoint or await store.get_checkpoint(tenant, record.id)
+        generation = int((checkpoint.run if checkpoint else {}).get("generation") or 0)
+        try:
+            await gateway.launcher.stop(tenant, record.id, generation)
+        except Exception as error:  # the worker stops at its next boundary anyway
+            _log.warning("could not stop the execution of %s: %r", record.id, error)
+    return ended

@@ -1,0 +1,153 @@
+"""The background worker: one invocation continues a response's loop from its checkpoint.
+
+Owns :func:`run_worker`, the code the state machine's task (and the local runner) calls with
+only ids. One invocation:
+
+1. reads the checkpoint; does nothing when the run already ended or a cancel was requested;
+2. drops events a crashed earlier invocation logged past the checkpoint (they were never
+   checkpointed, and the action that produced them runs again);
+3. runs loop actions with :func:`~responses_gateway.loop.driver.step`, logging events as they
+   happen and, after each action, flushing the log and writing the next checkpoint. The write is
+   fenced on the version it read: if a cancel flagged the checkpoint or another invocation moved
+   it, this invocation stops (it never starts another action);
+4. stops with ``continue`` when the time left is under ``margin`` (the state machine calls it
+   again), or ``done`` once the response ended. The ending is a claim of the terminal (the first
+   ending wins against a concurrent cancel or the watchdog), then the record is written.
+
+Gateway tool calls go through the journal (:mod:`.journal`): a call whose outcome was recorded is
+never run twice. A crash (any exception) propagates: the state machine retries the invocation,
+which resumes from the last checkpoint. The worker decides nothing about the loop itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Literal
+
+from responses_gateway.background.journal import JournaledTools
+from responses_gateway.background.log import EventLog
+from responses_gateway.loop.driver import step
+from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.tools import NO_GATEWAY_TOOLS
+from responses_gateway.sinks.sse import SSESink
+from responses_gateway.store.base import Checkpoint, CheckpointConflict, Terminal
+
+if TYPE_CHECKING:
+    from responses_gateway.service import Gateway
+
+__all__ = ["WorkerStatus", "run_worker"]
+
+_log = logging.getLogger(__name__)
+
+WorkerStatus = Literal["continue", "done"]
+
+
+async def run_worker(
+    gateway: Gateway,
+    tenant: str,
+    response_id: str,
+    *,
+    generation: int = 0,
+    remaining: Callable[[], float] | None = None,
+    margin: float = 0.0,
+    after_checkpoint: Callable[[int], None] | None = None,
+    max_seconds: float | None = None,
+    clock: Callable[[], float] = time.time,
+) -> WorkerStatus:
+    """Continue the response's loop; ``continue`` to be called again, ``done`` when it ended.
+
+    Args:
+        gateway: the service (store, configuration, upstream client, notifier).
+        tenant, response_id: whose run (the only data the state machine carries).
+        generation: the execution generation calling (recorded for cancel's StopExecution).
+        remaining: seconds this invocation has left (None: no limit).
+        margin: stop once ``remaining()`` drops under it (the longest action it must fit).
+        after_checkpoint: called with each new checkpoint version (tests inject crashes here).
+        max_seconds: the longest a background response may run, from its ``created_at``;
+            past it, the response ends ``failed`` at the next action boundary (the state
+            machine's own limits cannot span the fresh executions of a long loop).
+        clock: wall time, for ``max_seconds``.
+    """
+    store = gateway.store
+    checkpoint = await store.get_checkpoint(tenant, response_id)
+    if checkpoint is None:
+        _log.warning("no checkpoint for background response %s", response_id)
+        return "done"
+    if checkpoint.cancel_requested or await store.get_terminal(tenant, response_id) is not None:
+        return "done"
+    # Events a crashed invocation logged past the checkpoint: its action runs again. (Only once
+    # no terminal exists: the last action of an ended run logs past its last checkpoint.)
+    await store.truncate_events(tenant, response_id, checkpoint.seq)
+    state = LoopState.from_json(checkpoint.state)
+
+    def overdue() -> bool:
+        return max_seconds is not None and clock() > state.created_at + max_seconds
+
+    if overdue():
+        return await _time_out(gateway, tenant, response_id, max_seconds)
+    if state.status == "queued":
+        state.status = "in_progress"
+    run: dict[str, Any] = dict(checkpoint.run)
+    run["generation"] = max(generation, int(run.get("generation") or 0))
+    log = EventLog(store, tenant, response_id, checkpoint.seq, gateway.notifier)
+    sink = SSESink(
+        log.write,
+        include_obfuscation=bool(run.get("include_obfuscation")),
+        first_sequence_number=checkpoint.seq,
+    )
+    endings: list[dict[str, Any]] = []
+
+    async def capture(_: LoopState, response: dict[str, Any]) -> None:
+        endings.append(response)  # stored after the terminal claim, not inside step()
+
+    ctx = gateway.live_context(tenant, state, run, persist=capture)
+    if ctx.tools is not NO_GATEWAY_TOOLS:
+        ctx.tools = JournaledTools(ctx.tools, store, tenant, response_id)
+    version = checkpoint.version
+    try:
+        while True:
+            if await step(state, ctx, sink):
+                frame = log.take_last()
+                await log.flush()
+                claim = Terminal(log.next_seq, frame, endings[-1])
+                winner = await store.claim_terminal(tenant, response_id, claim)
+                if winner is None or winner.frame == claim.frame:  # ours (a retried claim)
+                    gateway.notifier.notify(tenant, response_id)
+                    await gateway.persister_for(tenant, run)(state, endings[-1])
+                return "done"
+            await log.flush()
+            try:
+                await store.put_checkpoint(
+                    Checkpoint(
+                        tenant, response_id, version + 1, log.next_seq, state.to_json(), run
+                    ),
+                    expected_version=version,
+                )
+            except CheckpointConflict:
+                _log.info("background response %s was cancelled or moved on", response_id)
+                return "done"
+            version += 1
+            if after_checkpoint is not None:
+                after_checkpoint(version)
+            if overdue():
+                return await _time_out(gateway, tenant, response_id, max_seconds)
+            if remaining is not None and remaining() < margin:
+                return "continue"
+    finally:
+        await log.close()
+
+
+async def _time_out(
+    gateway: Gateway, tenant: str, response_id: str, max_seconds: float | None
+) -> WorkerStatus:
+    from responses_gateway.background.runs import end_run
+
+    error = {
+        "code": "server_error",
+        "message": f"The response ran longer than this gateway allows for background "
+        f"responses ({max_seconds:g} seconds).",
+    }
+    await end_run(gateway, tenant, response_id, "failed", error=error)
+    return "done"

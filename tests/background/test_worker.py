@@ -1,0 +1,304 @@
+"""The background worker driven one invocation at a time: checkpoints, crash safety, the
+journal, cancel, the watchdog and the state machine's event contract (``entry.work``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from responses_gateway.background.entry import work
+from responses_gateway.background.journal import INTERRUPTED
+from responses_gateway.background.log import follow
+from responses_gateway.background.runs import WORKER_LOST, cancel_run, start_background
+from responses_gateway.background.worker import run_worker
+from responses_gateway.service import Gateway
+from responses_gateway.testing.mcp_servers import RunningMcpServer
+from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
+from responses_gateway.testing.stream_check import check_stream, parse_sse
+
+from .conftest import RecordingLauncher, calc_tool
+
+
+class Crash(Exception):
+    """The injected death of a worker invocation."""
+
+
+def _multi_step(upstream: ScriptedUpstream) -> None:
+    upstream.push(
+        Turn(tool_calls=[ToolCall("calc__add", '{"a":2,"b":3}', "call_1")]),
+        Turn(tool_calls=[ToolCall("calc__divide", '{"a":10,"b":4}', "call_2")]),
+        Turn(text="5 and 2.5."),
+    )
+
+
+def _shape(output: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    return [
+        (
+            item["type"],
+            item.get("name"),
+            item.get("arguments"),
+            item.get("output"),
+            item.get("error"),
+            [part.get("text") for part in item.get("content") or []],
+        )
+        for item in output
+    ]
+
+
+EXPECTED = [
+    ("mcp_list_tools", None, None, None, None, []),
+    ("mcp_call", "add", '{"a":2,"b":3}', "5.0", None, []),
+    ("mcp_call", "divide", '{"a":10,"b":4}', "2.5", None, []),
+    ("message", None, None, None, None, ["5 and 2.5."]),
+]
+
+
+async def _queue(gateway: Gateway, tenant: str, body: dict[str, Any]) -> str:
+    run = await gateway.prepare({"model": "scripted-chat", "background": True, **body}, tenant)
+    queued = await start_background(gateway, run)
+    assert queued["status"] == "queued"
+    return run.state.response_id
+
+
+async def _drive(
+    gateway: Gateway, tenant: str, response_id: str, hook: Callable[[int], None] | None = None
+) -> int:
+    """Invoke the worker until it is done, as the state machine's retries would; return the
+    number of invocations."""
+    invocations = 0
+    while True:
+        invocations += 1
+        try:
+            status = await run_worker(gateway, tenant, response_id, after_checkpoint=hook)
+        except Crash:
+            continue
+        if status == "done":
+            return invocations
+        assert invocations < 20
+
+
+async def _log(gateway: Gateway, tenant: str, response_id: str) -> list[dict[str, Any]]:
+    frames = [f async for f in follow(gateway.store, tenant, response_id, -1, poll_interval=0)]
+    return parse_sse(b"".join(frames))
+
+
+async def _record(gateway: Gateway, tenant: str, response_id: str) -> dict[str, Any]:
+    record = await gateway.store.get_response(tenant, response_id)
+    assert record is not None
+    return record.response
+
+
+async def test_a_clean_run_checkpoints_every_action_and_logs_a_valid_stream(
+    gateway: Gateway,
+    launcher: RecordingLauncher,
+    upstream: ScriptedUpstream,
+    calc: RunningMcpServer,
+    tenant: str,
+) -> None:
+    _multi_step(upstream)
+    calc.log.clear()
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+    assert launcher.started == [(tenant, response_id, 0)]
+    versions: list[int] = []
+
+    assert await _drive(gateway, tenant, response_id, versions.append) == 1
+    assert versions == [1, 2, 3, 4, 5]  # CallLlm, ExecuteTools, CallLlm, ExecuteTools, CallLlm
+    record = await _record(gateway, tenant, response_id)
+    assert record["status"] == "completed"
+    assert _shape(record["output"]) == EXPECTED
+    events = await _log(gateway, tenant, response_id)
+    assert [e["type"] for e in events[:3]] == [
+        "response.created",
+        "response.queued",
+        "response.in_progress",
+    ]
+    assert check_stream(events) == record
+    assert [name for name, _ in calc.log.calls] == ["add", "divide"]
+
+
+@pytest.mark.parametrize("crash_after", [1, 2, 3, 4, 5])
+async def test_a_worker_killed_between_actions_resumes_with_the_same_output(
+    gateway: Gateway,
+    upstream: ScriptedUpstream,
+    calc: RunningMcpServer,
+    tenant: str,
+    crash_after: int,
+) -> None:
+    _multi_step(upstream)
+    calc.log.clear()
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+
+    def crash(version: int) -> None:
+        if version == crash_after:
+            raise Crash(version)
+
+    assert await _drive(gateway, tenant, response_id, crash) == 2
+    record = await _record(gateway, tenant, response_id)
+    assert (record["status"], _shape(record["output"])) == ("completed", EXPECTED)
+    assert [name for name, _ in calc.log.calls] == ["add", "divide"]  # none ran twice
+    assert len(upstream.model_requests()) == 3
+    events = await _log(gateway, tenant, response_id)
+    assert check_stream(events) == record  # each event once, numbered without gaps
+
+
+async def test_a_worker_killed_after_recording_a_tool_result_never_runs_it_again(
+    gateway: Gateway,
+    upstream: ScriptedUpstream,
+    calc: RunningMcpServer,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _multi_step(upstream)
+    calc.log.clear()
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+    store = gateway.store
+    recorded = store.journal_finish
+    deaths: list[str] = []
+
+    async def record_then_die(tenant: str, response_id: str, key: str, outcome: Any) -> None:
+        await recorded(tenant, response_id, key, outcome)
+        if not deaths:
+            deaths.append(key)
+            raise Crash(key)
+
+    monkeypatch.setattr(store, "journal_finish", record_then_die)
+    assert await _drive(gateway, tenant, response_id) == 2
+    record = await _record(gateway, tenant, response_id)
+    assert _shape(record["output"]) == EXPECTED
+    assert [name for name, _ in calc.log.calls] == ["add", "divide"]
+    assert check_stream(await _log(gateway, tenant, response_id)) == record
+
+
+async def test_a_call_whose_result_was_lost_fails_honestly_instead_of_running_twice(
+    gateway: Gateway,
+    upstream: ScriptedUpstream,
+    calc: RunningMcpServer,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _multi_step(upstream)
+    calc.log.clear()
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+    store = gateway.store
+    recorded = store.journal_finish
+    deaths: list[str] = []
+
+    async def die_before_recording(tenant: str, response_id: str, key: str, outcome: Any) -> None:
+        if not deaths:
+            deaths.append(key)
+            raise Crash(key)
+        await recorded(tenant, response_id, key, outcome)
+
+    monkeypatch.setattr(store, "journal_finish", die_before_recording)
+    assert await _drive(gateway, tenant, response_id) == 2
+    record = await _record(gateway, tenant, response_id)
+    add = record["output"][1]
+    assert (add["name"], add["status"], add["error"], add.get("output")) == (
+        "add",
+        "failed",
+        INTERRUPTED,
+        None,
+    )
+    assert [name for name, _ in calc.log.calls] == ["add", "divide"]  # add ran once, not twice
+    assert _shape(record["output"])[2:] == EXPECTED[2:]
+
+
+async def test_the_worker_stops_for_the_state_machine_when_its_time_runs_low(
+    gateway: Gateway, upstream: ScriptedUpstream, calc: RunningMcpServer, tenant: str
+) -> None:
+    _multi_step(upstream)
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+    event: dict[str, Any] = {"tenant": tenant, "response_id": response_id, "generation": 0}
+    event["iteration"] = 0
+    statuses = []
+    while True:
+        event = await work(gateway, event, remaining=lambda: 10.0, margin=60.0)
+        statuses.append(event["status"])
+        if event["status"] == "done":
+            break
+    assert statuses == ["continue"] * 5 + ["done"]  # one action per invocation
+    assert event == {
+        "tenant": tenant,
+        "response_id": response_id,
+        "generation": 0,
+        "iteration": 6,
+        "status": "done",
+    }
+    record = await _record(gateway, tenant, response_id)
+    assert _shape(record["output"]) == EXPECTED
+    assert check_stream(await _log(gateway, tenant, response_id)) == record
+
+
+async def test_cancel_while_queued_ends_it_and_the_worker_does_nothing(
+    gateway: Gateway, launcher: RecordingLauncher, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    upstream.push(Turn(text="never"))
+    response_id = await _queue(gateway, tenant, {"input": "x"})
+    record = await gateway.store.get_response(tenant, response_id)
+    assert record is not None
+
+    cancelled = await cancel_run(gateway, record)
+    assert (cancelled["status"], cancelled["output"], cancelled["error"]) == ("cancelled", [], None)
+    assert launcher.stopped == [(tenant, response_id, 0)]
+    assert await run_worker(gateway, tenant, response_id) == "done"
+    assert upstream.model_requests() == []
+    assert await _record(gateway, tenant, response_id) == cancelled
+    events = await _log(gateway, tenant, response_id)
+    assert [e["type"] for e in events] == ["response.created", "response.queued", "response.failed"]
+    assert events[-1]["response"] == cancelled
+    again = await gateway.store.get_response(tenant, response_id)
+    assert again is not None and await cancel_run(gateway, again) == cancelled
+
+
+async def test_the_watchdog_fails_a_run_whose_worker_was_lost(
+    gateway: Gateway, upstream: ScriptedUpstream, calc: RunningMcpServer, tenant: str
+) -> None:
+    _multi_step(upstream)
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+
+    def crash(version: int) -> None:
+        raise Crash(version)
+
+    with pytest.raises(Crash):
+        await run_worker(gateway, tenant, response_id, after_checkpoint=crash)
+    ids = {"tenant": tenant, "response_id": response_id, "generation": 0}
+    answer = await work(
+        gateway, {**ids, "mode": "fail", "error": {"Error": "States.Timeout", "Cause": ""}}
+    )
+    assert answer == {**ids, "iteration": 0, "status": "done"}
+    record = await _record(gateway, tenant, response_id)
+    assert (record["status"], record["error"]) == ("failed", WORKER_LOST)
+    assert [item["type"] for item in record["output"]] == ["mcp_list_tools", "mcp_call"]
+    assert record["output"][1]["status"] == "incomplete"
+    events = await _log(gateway, tenant, response_id)
+    assert events[-1]["type"] == "response.failed"
+    assert check_stream(events) == record
+    assert await run_worker(gateway, tenant, response_id) == "done"
+    assert len(upstream.model_requests()) == 1
+
+
+async def test_a_run_past_the_background_time_limit_ends_failed(
+    gateway: Gateway, upstream: ScriptedUpstream, calc: RunningMcpServer, tenant: str
+) -> None:
+    _multi_step(upstream)
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+    ticks = iter([0.0, 0.0, 1e12])  # at the start, after action 1, after action 2
+
+    def clock() -> float:
+        return next(ticks)
+
+    status = await run_worker(gateway, tenant, response_id, max_seconds=60.0, clock=clock)
+    assert status == "done"
+    record = await _record(gateway, tenant, response_id)
+    assert record["status"] == "failed"
+    assert record["error"] == {
+        "code": "server_error",
+        "message": "The response ran longer than this gateway allows for background "
+        "responses (60 seconds).",
+    }
+    assert [item["type"] for item in record["output"]] == ["mcp_list_tools", "mcp_call"]
+    assert record["output"][1]["output"] == "5.0"  # the finished action is kept
+    assert len(upstream.model_requests()) == 1
+    assert check_stream(await _log(gateway, tenant, response_id)) == record
