@@ -21,6 +21,7 @@ here, at startup, and kept out of every ``repr``; every mistake is a :class:`Con
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -172,6 +173,11 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
     api = raw.get("api", "auto")
     if api not in _API_MODES:
         raise ConfigError(f"provider {name!r}: api must be one of {', '.join(_API_MODES)}")
+    if api == "harmony" and importlib.util.find_spec("openai_harmony") is None:
+        raise ConfigError(
+            f"provider {name!r}: api 'harmony' needs the openai-harmony package: "
+            "pip install 'responses-gateway[harmony]' (on Lambda: HARMONY=1 sam build)"
+        )
     key = raw.get("api_key")
     key_env = raw.get("api_key_env")
     if key is None and isinstance(key_env, str):

@@ -29,7 +29,7 @@ from responses_gateway.testing.server import RunningServer, run_in_thread
 
 UPSTREAM_KEY = "sk-upstream-secret-key"
 
-MODELS = {"chat": "scripted-chat", "responses": "scripted-responses"}
+MODELS = {"chat": "scripted-chat", "responses": "scripted-responses", "harmony": "scripted-harmony"}
 """The model name that routes to each wire format."""
 
 
@@ -112,6 +112,13 @@ def stack() -> Iterator[Stack]:
                     "models": [MODELS["responses"]],
                 },
                 {
+                    "name": "harmony",
+                    "base_url": base,
+                    "api": "harmony",
+                    "api_key": UPSTREAM_KEY,
+                    "models": [MODELS["harmony"]],
+                },
+                {
                     "name": "auto",
                     "base_url": base,
                     "api": "auto",
@@ -153,7 +160,7 @@ def http(stack: Stack, upstream: ScriptedUpstream) -> Iterator[httpx.Client]:
         yield c
 
 
-@pytest.fixture(params=["chat", "responses"])
+@pytest.fixture(params=["chat", "responses", "harmony"])
 def wire(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

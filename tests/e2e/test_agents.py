@@ -53,6 +53,14 @@ def _agent(stack: Stack, model: str) -> Agent:
 RUN = RunConfig(tracing_disabled=True)
 
 
+def _sent(upstream: ScriptedUpstream) -> str:
+    """What the last model call was shown, as text (a harmony prompt is text already)."""
+    request = upstream.model_requests()[-1]
+    if request.prompt is not None:
+        return request.prompt
+    return str(request.json.get("messages") or request.json.get("input"))
+
+
 async def test_agent_two_turns_with_previous_response_id(
     stack: Stack, demo: ScriptedUpstream, model: str
 ) -> None:
@@ -68,9 +76,7 @@ async def test_agent_two_turns_with_previous_response_id(
         run_config=RUN,
     )
     assert second.final_output == "Hello! You said: Thanks, and hello"
-    chained = demo.model_requests()[-1].json
-    sent = chained.get("messages") or chained.get("input")
-    assert "sunny in Paris" in str(sent)  # the history came from the stored chain
+    assert "sunny in Paris" in _sent(demo)  # the history came from the stored chain
 
 
 async def test_agent_two_turns_with_conversations_session(
@@ -87,5 +93,4 @@ async def test_agent_two_turns_with_conversations_session(
     items = await session.get_items()
     roles = [item.get("role") or item.get("type") for item in items]  # type: ignore[union-attr]
     assert roles[0] == "user" and "function_call" in roles and roles[-1] == "assistant"
-    chained = demo.model_requests()[-1].json
-    assert "sunny in Rome" in str(chained.get("messages") or chained.get("input"))
+    assert "sunny in Rome" in _sent(demo)

@@ -110,8 +110,16 @@ def test_responses_in_a_conversation_see_and_extend_its_items(
     upstream.push(Turn(text="You are Ada."))
     client.responses.create(model=model, conversation=conversation.id, input="Who am I?")
 
-    body = upstream.model_requests()[-1].json
-    if wire == "chat":
+    request = upstream.model_requests()[-1]
+    body = request.json
+    if wire == "harmony":
+        assert request.prompt is not None
+        assert request.prompt.split("<|end|>", 1)[1] == (
+            "<|start|>user<|message|>I am Ada.<|end|><|start|>user<|message|>Hi!<|end|>"
+            "<|start|>assistant<|channel|>final<|message|>Hello Ada.<|end|>"
+            "<|start|>user<|message|>Who am I?<|end|><|start|>assistant"
+        )
+    elif wire == "chat":
         assert body["messages"] == [
             {"role": "user", "content": "I am Ada."},
             {"role": "user", "content": "Hi!"},

@@ -1,4 +1,4 @@
-"""POST /v1/responses end to end, over both upstream wire formats, with the official SDK.
+"""POST /v1/responses end to end, over every upstream wire format, with the official SDK.
 
 Each test scripts the fake upstream, drives the served gateway over HTTP, and asserts the exact
 output, the exact stream (through the contract validator and the SDK's strict helper) and the
@@ -8,6 +8,8 @@ exact payload the upstream received.
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -54,6 +56,41 @@ def _last_request(upstream: ScriptedUpstream) -> dict[str, Any]:
     return upstream.model_requests()[-1].json
 
 
+def _today() -> str:
+    return datetime.now(UTC).date().isoformat()
+
+
+HARMONY_PAYLOAD = {
+    "max_tokens": None,
+    "stop": ["<|return|>", "<|call|>"],
+    "skip_special_tokens": False,
+    "spaces_between_special_tokens": False,
+    "stream": True,
+    "stream_options": {"include_usage": True},
+}
+"""What a harmony request carries besides ``model`` and the prompt's token ids."""
+
+
+def _harmony_system(date: str, *, tools: bool = False, effort: str = "medium") -> str:
+    calls = (
+        "\nCalls to these tools must go to the commentary channel: 'functions'." if tools else ""
+    )
+    return (
+        "<|start|>system<|message|>You are ChatGPT, a large language model trained by OpenAI.\n"
+        f"Knowledge cutoff: 2024-06\nCurrent date: {date}\n\nReasoning: {effort}\n\n"
+        "# Valid channels: analysis, commentary, final. Channel must be included for every "
+        f"message.{calls}<|end|>"
+    )
+
+
+def _after_system(prompt: str | None) -> str:
+    """A harmony prompt after its system message."""
+    assert prompt is not None
+    system, end, rest = prompt.partition("<|end|>")
+    assert system.startswith("<|start|>system<|message|>You are ChatGPT") and end
+    return rest
+
+
 # -- text ------------------------------------------------------------------------------------
 
 
@@ -61,6 +98,7 @@ def test_create_text_non_streaming_returns_message_and_sends_exact_payload(
     client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str
 ) -> None:
     upstream.push(Turn(text="Hello there", usage=Usage(5, 2)))
+    before = _today()
     response = client.responses.create(model=model, input="Hi", instructions="Be brief.")
 
     assert response.status == "completed"
@@ -77,7 +115,22 @@ def test_create_text_non_streaming_returns_message_and_sends_exact_payload(
 
     request = upstream.model_requests()[-1]
     assert request.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
-    if wire == "chat":
+    if wire == "harmony":
+        assert request.path == "/v1/completions"
+        prompt = request.json["prompt"]
+        assert isinstance(prompt, list) and all(isinstance(token, int) for token in prompt)
+        assert {k: v for k, v in request.json.items() if k != "prompt"} == {
+            "model": model,
+            **HARMONY_PAYLOAD,
+        }
+        assert request.prompt is not None
+        system, rest = request.prompt.split("<|end|>", 1)
+        assert system + "<|end|>" in (_harmony_system(before), _harmony_system(_today()))
+        assert rest == (
+            "<|start|>developer<|message|># Instructions\n\nBe brief.<|end|>"
+            "<|start|>user<|message|>Hi<|end|><|start|>assistant"
+        )
+    elif wire == "chat":
         assert request.path == "/v1/chat/completions"
         assert request.json == {
             "model": model,
@@ -190,7 +243,7 @@ def test_create_strict_stream_helper_accepts_text_and_reasoning(
     assert [item.type for item in final.output] == ["reasoning", "message"]
     reasoning = final.output[0]
     assert reasoning.type == "reasoning"
-    if wire == "chat":
+    if wire in ("chat", "harmony"):  # raw reasoning; harmony has no summaries
         assert reasoning.content is not None
         assert [c.text for c in reasoning.content] == ["Let me see."]
         assert reasoning.summary == []
@@ -214,25 +267,39 @@ def test_create_single_function_call_returns_to_client_and_continuation_replays_
     assert [item.type for item in first.output] == ["function_call"]
     call = first.output[0]
     assert call.type == "function_call"
-    assert (call.name, call.arguments, call.call_id, call.status) == (
+    assert (call.name, call.arguments, call.status) == (
         "get_weather",
         '{"city":"Paris"}',
-        "call_abc",
         "completed",
     )
+    if wire == "harmony":  # harmony calls carry no id: the gateway makes one
+        assert re.fullmatch(r"call_[0-9a-f]{48}", call.call_id)
+    else:
+        assert call.call_id == "call_abc"
     assert call.id is not None and call.id.startswith("fc_")
 
     upstream.push(Turn(text="It is sunny in Paris."))
     history: list[Any] = [
         {"role": "user", "content": "Weather in Paris?"},
         *[item.model_dump(exclude_none=True) for item in first.output],
-        {"type": "function_call_output", "call_id": "call_abc", "output": '{"temp":21}'},
+        {"type": "function_call_output", "call_id": call.call_id, "output": '{"temp":21}'},
     ]
     second = client.responses.create(model=model, input=history, tools=[WEATHER_TOOL])  # type: ignore[list-item]
     assert second.output_text == "It is sunny in Paris."
 
     sent = _last_request(upstream)
-    if wire == "chat":
+    if wire == "harmony":
+        assert _after_system(upstream.model_requests()[-1].prompt) == (
+            "<|start|>developer<|message|># Tools\n\n## functions\n\nnamespace functions {\n\n"
+            "// Weather for a city.\ntype get_weather = (_: {\ncity: string,\n}) => any;\n\n"
+            "} // namespace functions<|end|>"
+            "<|start|>user<|message|>Weather in Paris?<|end|>"
+            "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+            '<|message|>{"city":"Paris"}<|call|>'
+            "<|start|>functions.get_weather to=assistant<|channel|>commentary"
+            '<|message|>{"temp":21}<|end|><|start|>assistant'
+        )
+    elif wire == "chat":
         assert sent["messages"] == [
             {"role": "user", "content": "Weather in Paris?"},
             {
@@ -297,10 +364,11 @@ def test_create_parallel_function_calls_stream_in_order_through_strict_helper(
         final = stream.get_final_response()
     assert [item.type for item in final.output] == ["message", "function_call", "function_call"]
     calls = [item for item in final.output if item.type == "function_call"]
-    assert [(c.call_id, c.arguments) for c in calls] == [
-        ("call_1", '{"city":"Paris"}'),
-        ("call_2", '{"city":"London"}'),
-    ]
+    assert [c.arguments for c in calls] == ['{"city":"Paris"}', '{"city":"London"}']
+    if wire == "harmony":  # harmony calls carry no id: the gateway makes distinct ones
+        assert len({c.call_id for c in calls}) == 2
+    else:
+        assert [c.call_id for c in calls] == ["call_1", "call_2"]
     done = [index for kind, index in kinds if kind == "response.output_item.done"]
     assert done == [0, 1, 2]
 

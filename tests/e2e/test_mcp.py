@@ -1,9 +1,10 @@
 """Gateway-executed MCP tools end to end: real MCP servers on loopback (built with the `mcp` SDK),
-the scripted model upstream, the official SDK as the client, over both upstream wire formats."""
+the scripted model upstream, the official SDK as the client, over every upstream wire format."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,7 +13,7 @@ import openai
 import pytest
 
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
-from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
+from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 from .conftest import Stack
@@ -45,7 +46,18 @@ def _call(tool: str, arguments: str, call_id: str = "call_1") -> ToolCall:
 
 
 def _model_inputs(upstream: ScriptedUpstream) -> list[Any]:
-    return [r.json.get("messages") or r.json.get("input") for r in upstream.model_requests()]
+    """What each model call was shown: chat messages, Responses input, or the harmony prompt."""
+    return [
+        r.prompt if r.prompt is not None else r.json.get("messages") or r.json.get("input")
+        for r in upstream.model_requests()
+    ]
+
+
+def _offered(request: RecordedRequest) -> list[str]:
+    """The names of the tools a model call offered."""
+    if request.prompt is not None:  # harmony: declared in the developer message
+        return re.findall(r"^type (\w+) = ", request.prompt, re.MULTILINE)
+    return [t.get("name") or t["function"]["name"] for t in request.json.get("tools") or []]
 
 
 def test_single_mcp_call_runs_and_the_model_answers(
@@ -76,11 +88,19 @@ def test_single_mcp_call_runs_and_the_model_answers(
     assert echoed["headers"] is None and echoed["authorization"] is None
 
     first, second = upstream.model_requests()
-    offered = first.json["tools"]
-    names = [t.get("name") or t["function"]["name"] for t in offered]
-    assert names == ["calc__add", "calc__divide", "calc__repeat"]
-    last = second.json.get("messages") or second.json.get("input")
-    assert "5.0" in json.dumps(last[-1])
+    assert _offered(first) == ["calc__add", "calc__divide", "calc__repeat"]
+    if wire == "harmony":
+        assert second.prompt is not None
+        assert second.prompt.endswith(
+            "<|start|>user<|message|>2+3?<|end|>"
+            "<|start|>assistant to=functions.calc__add<|channel|>commentary <|constrain|>json"
+            '<|message|>{"a":2,"b":3}<|call|>'
+            "<|start|>functions.calc__add to=assistant<|channel|>commentary<|message|>5.0<|end|>"
+            "<|start|>assistant"
+        )
+    else:
+        last = second.json.get("messages") or second.json.get("input")
+        assert "5.0" in json.dumps(last[-1])
 
 
 def test_streamed_mcp_flow_passes_the_contract_and_the_strict_helper(
@@ -184,8 +204,7 @@ def test_allowed_tools_limits_what_the_model_sees(
         tools=[_tool(calc, allowed_tools=["add"])],  # type: ignore[list-item]
     )
     assert [t.name for t in response.output[0].tools] == ["add"]  # type: ignore[union-attr]
-    offered = upstream.model_requests()[0].json["tools"]
-    assert len(offered) == 1
+    assert _offered(upstream.model_requests()[0]) == ["calc__add"]
 
 
 def test_sse_transport_server_works(
@@ -335,8 +354,9 @@ def test_max_tool_calls_cuts_off_then_one_last_call_without_tools(
     assert response.status == "completed" and response.incomplete_details is None
     calls = [i for i in response.output if i.type == "mcp_call"]
     assert [c.status for c in calls] == ["completed", "incomplete"]  # type: ignore[union-attr]
-    last = upstream.model_requests()[-1].json
-    assert "tools" not in last or last["tools"] == []
+    last = upstream.model_requests()[-1]
+    assert _offered(last) == []
+    assert last.prompt is None or "# Tools" not in last.prompt
 
 
 def test_unreachable_server_listing_is_424(

@@ -19,9 +19,10 @@ import httpx
 
 from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.adapters.chat_completions import ChatCompletionsAdapter
+from responses_gateway.adapters.harmony import HarmonyAdapter
 from responses_gateway.adapters.responses_api import ResponsesAdapter
 from responses_gateway.config import Provider
-from responses_gateway.errors import InvalidRequestError, UpstreamError, UpstreamStatusError
+from responses_gateway.errors import UpstreamError, UpstreamStatusError
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import TurnResult
 
@@ -156,12 +157,7 @@ def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeL
     if provider.api == "responses":
         return ResponsesAdapter(*args, timeout=timeout)
     if provider.api == "harmony":
-        raise InvalidRequestError(
-            f"Provider '{provider.name}' uses the harmony wire format, which this gateway "
-            "version does not support yet.",
-            param="model",
-            code="unsupported_api",
-        )
+        return HarmonyAdapter(*args, timeout=timeout)
     if auto_wire(provider.base_url) == "responses":
         return ResponsesAdapter(*args, timeout=timeout)
     return AutoAdapter(

@@ -1,9 +1,11 @@
 """The fake upstream model server: a Starlette app speaking the real OpenAI wire formats.
 
 Owns the rendering of a scripted :class:`~responses_gateway.testing.script.Turn` as a real
-Chat Completions answer (``POST /v1/chat/completions``, JSON or ``chat.completion.chunk`` SSE)
-or a real Responses answer (``POST /v1/responses``, a ``Response`` object or the typed event
-stream), plus ``GET /v1/models``. Every request is recorded on the
+Chat Completions answer (``POST /v1/chat/completions``, JSON or ``chat.completion.chunk`` SSE),
+a real Responses answer (``POST /v1/responses``, a ``Response`` object or the typed event
+stream) or a gpt-oss raw completion in harmony (``POST /v1/completions``, a ``text_completion``
+object or its chunks, the text from :mod:`responses_gateway.testing.harmony`, imported on that
+route only), plus ``GET /v1/models``. Every request is recorded on the
 :class:`~responses_gateway.testing.script.ScriptedUpstream` before it is answered. The shapes
 follow the ``openai`` SDK's types, including the awkward corners real servers produce (see the
 knobs on ``Turn``). It decides nothing about what to answer (the script and the demo model do)
@@ -118,6 +120,36 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
             return _sse(script, turn, rend.frames())
         return _json(script, turn, rend.final_response())
 
+    async def completions(request: Request) -> Response:
+        from responses_gateway.testing.harmony import read_prompt
+
+        body, ok, peer = await _parse(request)
+        prompt = read_prompt(body) if ok else None
+        text = prompt.text if prompt is not None else None
+        script.record(
+            request.method, request.url.path, _headers(request), body, peer=peer, prompt=text
+        )
+        if not ok:
+            return _bad_json()
+        if prompt is None:
+            return JSONResponse(
+                error_envelope(
+                    "'prompt' must be a string or a list of token ids.",
+                    type="invalid_request_error",
+                    param="prompt",
+                ),
+                status_code=400,
+            )
+        turn = script.next_turn(body, "harmony", demo_view=prompt.chat_view)
+        if turn is None:
+            return _exhausted()
+        if turn.status != 200:
+            return _http_error(turn, script)
+        rend = _CompletionRenderer(script, turn, body, len(prompt.tokens))
+        if body.get("stream") is True:
+            return _sse(script, turn, rend.frames())
+        return _json(script, turn, rend.completion())
+
     async def models(request: Request) -> Response:
         script.record(request.method, request.url.path, _headers(request), {})
         listed = [DEMO_MODEL, *script.models, *sorted(script.responses_only_models)]
@@ -139,6 +171,7 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
         routes=[
             Route("/v1/chat/completions", chat_completions, methods=["POST"]),
             Route("/v1/responses", responses, methods=["POST"]),
+            Route("/v1/completions", completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
         ],
         exception_handlers={404: not_found, 405: not_found},
@@ -158,26 +191,33 @@ def _headers(request: Request) -> dict[str, str]:
     return out
 
 
-async def _read(
-    request: Request, script: ScriptedUpstream
-) -> tuple[dict[str, Any], Response | None]:
+async def _parse(request: Request) -> tuple[dict[str, Any], bool, str]:
+    """The JSON body (``{}`` when unparsable), whether it parsed as an object, and the peer."""
     raw = await request.body()
     try:
         body = json.loads(raw) if raw else None
     except ValueError:
         body = None
-    parsed = body if isinstance(body, dict) else {}
     peer = f"{request.client.host}:{request.client.port}" if request.client else ""
-    script.record(request.method, request.url.path, _headers(request), parsed, peer=peer)
-    if not isinstance(body, dict):
-        return parsed, JSONResponse(
-            error_envelope(
-                "We could not parse the JSON body of your request.",
-                type="invalid_request_error",
-            ),
-            status_code=400,
-        )
-    return parsed, None
+    return (body, True, peer) if isinstance(body, dict) else ({}, False, peer)
+
+
+def _bad_json() -> Response:
+    return JSONResponse(
+        error_envelope(
+            "We could not parse the JSON body of your request.",
+            type="invalid_request_error",
+        ),
+        status_code=400,
+    )
+
+
+async def _read(
+    request: Request, script: ScriptedUpstream
+) -> tuple[dict[str, Any], Response | None]:
+    body, ok, peer = await _parse(request)
+    script.record(request.method, request.url.path, _headers(request), body, peer=peer)
+    return body, None if ok else _bad_json()
 
 
 def _http_error(turn: Turn, script: ScriptedUpstream) -> Response:
@@ -685,3 +725,68 @@ class _ResponsesRenderer:
 
 def _output_text(text: str) -> dict[str, Any]:
     return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+
+
+# -- raw completions (harmony) ----------------------------------------------------------------
+
+
+class _CompletionRenderer:
+    """Renders one turn as a ``text_completion`` or its chunks, the text in harmony."""
+
+    def __init__(
+        self, script: ScriptedUpstream, turn: Turn, body: dict[str, Any], prompt_tokens: int
+    ) -> None:
+        from responses_gateway.testing.harmony import HarmonyTurn
+
+        self.turn = turn
+        self.harmony = HarmonyTurn(turn, prompt_tokens)
+        self.id = script.new_id("cmpl", "-")
+        self.created = int(time.time())
+        model = body.get("model")
+        self.model = model if isinstance(model, str) else DEMO_MODEL
+        options = body.get("stream_options")
+        self.include_usage = isinstance(options, dict) and options.get("include_usage") is True
+
+    def _chunk(self, text: str, finish: str | None = None) -> dict[str, Any]:
+        chunk: dict[str, Any] = {
+            "id": self.id,
+            "object": "text_completion",
+            "created": self.created,
+            "model": self.model,
+            "choices": [{"index": 0, "text": text, "logprobs": None, "finish_reason": finish}],
+        }
+        if self.include_usage:
+            chunk["usage"] = None
+        return chunk
+
+    def completion(self) -> dict[str, Any]:
+        payload = self._chunk(self.harmony.text, self.turn.finish)
+        payload["usage"] = self.harmony.usage_json()
+        return payload
+
+    def payloads(self) -> list[dict[str, Any] | str]:
+        """Every chunk in order (``"[DONE]"`` as a string), before fault injection."""
+        turn = self.turn
+        out: list[dict[str, Any] | str] = [self._chunk(p) for p in self.harmony.pieces()]
+        if turn.end != "eof":
+            out.append(self._chunk("", turn.finish))
+            if self.include_usage and turn.usage_chunk:
+                usage_chunk = self._chunk("")
+                usage_chunk["choices"] = []
+                usage_chunk["usage"] = self.harmony.usage_json()
+                out.append(usage_chunk)
+            if turn.end == "done":
+                out.append(_DONE)
+        return out
+
+    def frames(self) -> list[str]:
+        """The SSE frames to send, with ``error_event_after`` applied."""
+        payloads = self.payloads()
+        after = self.turn.error_event_after
+        if after is not None:
+            latest = len(payloads) - 1 if payloads and payloads[-1] == _DONE else len(payloads)
+            payloads = [*payloads[: min(after, latest)], {"error": self.turn.error_object()}]
+        return [
+            f"data: {p}\n\n" if isinstance(p, str) else f"data: {_dumps(p).decode()}\n\n"
+            for p in payloads
+        ]

@@ -3,9 +3,9 @@
 Owns the plain data that drives the fake upstream servers (:class:`Turn`, :class:`ToolCall`,
 :class:`Usage`), the recording of received requests (:class:`RecordedRequest`) and the
 thread-safe FIFO of turns (:class:`ScriptedUpstream`). It knows nothing about HTTP or wire
-formats: :mod:`responses_gateway.testing.fake_upstream` renders a turn as Chat Completions or
-Responses, and :mod:`responses_gateway.testing.demo` computes the turn used when the script is
-empty. Nothing here may import the gateway's loop, adapters or app.
+formats: :mod:`responses_gateway.testing.fake_upstream` renders a turn as Chat Completions,
+Responses or a harmony completion, and :mod:`responses_gateway.testing.demo` computes the turn
+used when the script is empty. Nothing here may import the gateway's loop, adapters or app.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ __all__ = [
     "error_envelope",
 ]
 
-Wire: TypeAlias = Literal["chat", "responses"]
+Wire: TypeAlias = Literal["chat", "responses", "harmony"]
 """The upstream wire format a request arrived in."""
 
 FinishReason: TypeAlias = Literal["stop", "length", "content_filter"]
@@ -159,6 +159,11 @@ class Turn:
     responses_error: Literal["response.failed", "error"] = "response.failed"
     """Which in-stream error ``error_event_after`` sends on the Responses wire."""
 
+    # -- harmony-only knobs -------------------------------------------------------------------
+    stop_in_text: bool = False
+    """End the completion text with its stop token (``<|return|>`` or ``<|call|>``), as a server
+    that returns matched stop sequences does (by default the stop token is not sent)."""
+
     @classmethod
     def http_error(
         cls,
@@ -228,14 +233,17 @@ class RecordedRequest:
     """``time.monotonic()`` when the request arrived."""
     peer: str = ""
     """The client's ``host:port``: requests with the same peer came over one connection."""
+    prompt: str | None = None
+    """``/v1/completions`` only: the prompt as text (token ids decoded, special tokens kept)."""
 
 
 class ScriptedUpstream:
-    """A FIFO of scripted turns plus a recording of every request; shared by both wires.
+    """A FIFO of scripted turns plus a recording of every request; shared by every wire.
 
-    Each model request (chat or responses) pops the next turn. When the script is empty the
-    request is answered by the demo model (:func:`responses_gateway.testing.demo.demo_turn`), or,
-    with ``demo=False``, with HTTP 500 ``script_exhausted``. Every method is thread-safe: the
+    Each model request (chat, responses or harmony completions) pops the next turn. When the
+    script is empty the request is answered by the demo model
+    (:func:`responses_gateway.testing.demo.demo_turn`), or, with ``demo=False``, with HTTP 500
+    ``script_exhausted``. Every method is thread-safe: the
     server usually runs in another thread than the test.
     """
 
@@ -296,6 +304,7 @@ class ScriptedUpstream:
         body: dict[str, Any],
         *,
         peer: str = "",
+        prompt: str | None = None,
     ) -> RecordedRequest:
         """Record a received request and wake :meth:`wait_for_requests` callers."""
         rec = RecordedRequest(
@@ -305,6 +314,7 @@ class ScriptedUpstream:
             method=method,
             received_at=time.monotonic(),
             peer=peer,
+            prompt=prompt,
         )
         with self._cond:
             self._requests.append(rec)
@@ -345,8 +355,14 @@ class ScriptedUpstream:
                 raise TimeoutError(f"expected {count} disconnects, saw {self._disconnects}")
             return self._disconnects
 
-    def next_turn(self, body: dict[str, Any], wire: Wire) -> Turn | None:
-        """Pop the next turn for a request (demo turn when empty); None = script exhausted."""
+    def next_turn(
+        self, body: dict[str, Any], wire: Wire, *, demo_view: dict[str, Any] | None = None
+    ) -> Turn | None:
+        """Pop the next turn for a request (demo turn when empty); None = script exhausted.
+
+        ``demo_view`` is the request as a Chat Completions body, for a wire the demo model cannot
+        read (a harmony prompt); the demo answers it as a chat request.
+        """
         with self._cond:
             entry = self._turns.popleft() if self._turns else None
         if entry is None:
@@ -354,6 +370,8 @@ class ScriptedUpstream:
                 return None
             from responses_gateway.testing.demo import demo_turn
 
+            if demo_view is not None:
+                return demo_turn(demo_view, "chat")
             return demo_turn(body, wire)
         if isinstance(entry, Turn):
             return entry
