@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from responses_gateway.background.log import EventLog, LogNotifier, follow
+from responses_gateway.background.log import KEEP_ALIVE, EventLog, LogNotifier, follow
 from responses_gateway.service import Gateway
 from responses_gateway.store.base import Terminal
 
@@ -68,3 +68,52 @@ async def test_a_follower_is_woken_by_new_batches_and_ends_with_the_terminal(
     notifier.notify(tenant, "resp_f")
     await asyncio.wait_for(follower, 30)
     assert received == [_frame(1), _frame(2)]  # after cursor 0, then the terminal
+
+
+async def test_a_boundary_flush_waits_for_a_background_write_in_flight(
+    gateway: Gateway, tenant: str
+) -> None:
+    store = gateway.store
+    append = store.append_events
+    writing, release = asyncio.Event(), asyncio.Event()
+
+    async def slow_append(*args: object) -> None:
+        if not writing.is_set():
+            writing.set()
+            await release.wait()  # the background write is still in flight
+        await append(*args)  # type: ignore[arg-type]
+
+    store.append_events = slow_append  # type: ignore[method-assign]
+    log = EventLog(store, tenant, "resp_inflight", first_seq=0)
+    log.write(_frame(0))
+    log.write(_frame(1))
+    await writing.wait()
+    log.write(_frame(2))
+    asyncio.get_running_loop().call_soon(release.set)  # runs once the boundary flush waits
+    await log.flush()
+    read = await store.read_events(tenant, "resp_inflight", -1)
+    assert [seq for seq, _ in read.events] == [0, 1, 2]
+    assert log.next_seq == 3
+
+
+async def test_an_idle_follower_sends_keep_alive_comments(gateway: Gateway, tenant: str) -> None:
+    await gateway.store.append_events(tenant, "resp_idle", 0, [_frame(0).decode()])
+    ticks = [0.0, 1.0, 20.0, 20.0, 21.0, 21.0, 40.0, 40.0, 99.0]
+
+    def clock() -> float:  # each call reads the next tick; the last one stays
+        return ticks.pop(0) if len(ticks) > 1 else ticks[0]
+
+    frames = [
+        f
+        async for f in follow(
+            gateway.store,
+            tenant,
+            "resp_idle",
+            -1,
+            poll_interval=0,
+            deadline=99.0,
+            clock=clock,
+            heartbeat=15.0,
+        )
+    ]
+    assert frames == [_frame(0), KEEP_ALIVE, KEEP_ALIVE]

@@ -11,7 +11,12 @@ import pytest
 from responses_gateway.background.entry import work
 from responses_gateway.background.journal import INTERRUPTED
 from responses_gateway.background.log import follow
-from responses_gateway.background.runs import WORKER_LOST, cancel_run, start_background
+from responses_gateway.background.runs import (
+    WORKER_LOST,
+    cancel_run,
+    end_if_lost,
+    start_background,
+)
 from responses_gateway.background.worker import run_worker
 from responses_gateway.service import Gateway
 from responses_gateway.testing.mcp_servers import RunningMcpServer
@@ -56,7 +61,8 @@ EXPECTED = [
 
 
 async def _queue(gateway: Gateway, tenant: str, body: dict[str, Any]) -> str:
-    run = await gateway.prepare({"model": "scripted-chat", "background": True, **body}, tenant)
+    body = {"model": "scripted-chat", "background": True, "stream": True, **body}
+    run = await gateway.prepare(body, tenant)
     queued = await start_background(gateway, run)
     assert queued["status"] == "queued"
     return run.state.response_id
@@ -302,3 +308,106 @@ async def test_a_run_past_the_background_time_limit_ends_failed(
     assert record["output"][1]["output"] == "5.0"  # the finished action is kept
     assert len(upstream.model_requests()) == 1
     assert check_stream(await _log(gateway, tenant, response_id)) == record
+
+
+async def test_a_cancel_that_only_flagged_the_checkpoint_is_finished_by_the_worker(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    upstream.push(Turn(text="never"))
+    response_id = await _queue(gateway, tenant, {"input": "x"})
+    assert await gateway.store.request_cancel(tenant, response_id)  # then the canceller died
+
+    assert await run_worker(gateway, tenant, response_id) == "done"
+    record = await _record(gateway, tenant, response_id)
+    assert (record["status"], record["output"]) == ("cancelled", [])
+    assert (await _log(gateway, tenant, response_id))[-1]["response"] == record
+    assert upstream.model_requests() == []
+
+
+async def test_no_tool_starts_after_a_cancel_landing_right_after_a_checkpoint(
+    gateway: Gateway,
+    upstream: ScriptedUpstream,
+    calc: RunningMcpServer,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _multi_step(upstream)
+    calc.log.clear()
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+    store = gateway.store
+    write = store.put_checkpoint
+
+    async def then_cancel(checkpoint: Any, *, expected_version: int | None) -> None:
+        await write(checkpoint, expected_version=expected_version)
+        if checkpoint.version == 1:  # the model asked for a tool; a cancel arrives now
+            assert await store.request_cancel(tenant, response_id)
+
+    monkeypatch.setattr(store, "put_checkpoint", then_cancel)
+    assert await run_worker(gateway, tenant, response_id) == "done"
+    record = await _record(gateway, tenant, response_id)
+    assert record["status"] == "cancelled"
+    assert (record["output"][1]["type"], record["output"][1]["status"]) == (
+        "mcp_call",
+        "incomplete",
+    )
+    assert calc.log.calls == []
+
+
+async def test_a_crash_between_the_terminal_claim_and_the_record_is_settled_on_retry(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    upstream.push(Turn(text="Claimed."))
+    response_id = await _queue(gateway, tenant, {"input": "x"})
+    persister_for = gateway.persister_for
+
+    def dying(tenant: str, run: dict[str, Any]) -> Any:
+        async def persist(*_: Any) -> None:
+            raise Crash("after the claim")
+
+        return persist
+
+    monkeypatch.setattr(gateway, "persister_for", dying)
+    with pytest.raises(Crash):
+        await run_worker(gateway, tenant, response_id)
+    assert (await _record(gateway, tenant, response_id))["status"] == "queued"
+
+    monkeypatch.setattr(gateway, "persister_for", persister_for)
+    assert await run_worker(gateway, tenant, response_id) == "done"
+    record = await _record(gateway, tenant, response_id)
+    assert record["status"] == "completed"
+    assert record["output"][0]["content"][0]["text"] == "Claimed."
+    assert check_stream(await _log(gateway, tenant, response_id)) == record
+    assert len(upstream.model_requests()) == 1
+
+
+async def test_a_background_response_created_without_stream_logs_only_its_terminal(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    upstream.push(Turn(text="Quiet."))
+    run = await gateway.prepare(
+        {"model": "scripted-chat", "background": True, "input": "x"}, tenant
+    )
+    await start_background(gateway, run)
+    response_id = run.state.response_id
+    assert await run_worker(gateway, tenant, response_id) == "done"
+    read = await gateway.store.read_events(tenant, response_id, -1)
+    assert read.events == []
+    assert read.terminal is not None
+    assert read.terminal.response == await _record(gateway, tenant, response_id)
+    assert read.terminal.frame.startswith("event: response.completed\n")
+
+
+async def test_a_read_long_after_any_worker_could_run_ends_a_lost_run(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    response_id = await _queue(gateway, tenant, {"input": "x"})  # its worker never runs
+    record = await gateway.store.get_response(tenant, response_id)
+    assert record is not None
+    fresh = await end_if_lost(gateway, record, record.response)
+    assert fresh["status"] == "queued"  # recent: a worker may still pick it up
+
+    old = {**record.response, "created_at": 0}
+    ended = await end_if_lost(gateway, record, old)
+    assert (ended["status"], ended["error"]) == ("failed", WORKER_LOST)
+    assert await _record(gateway, tenant, response_id) == ended
+    assert upstream.model_requests() == []

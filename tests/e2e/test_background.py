@@ -388,3 +388,31 @@ def test_sse_body_of_a_background_create_is_well_formed(
     assert answer.headers["content-type"].startswith("text/event-stream")
     events = parse_sse(answer.content)
     assert check_stream(events)["output"][0]["content"][0]["text"] == "hi"
+
+
+def test_a_client_leaving_a_handed_over_stream_cancels_the_response(
+    upstream: ScriptedUpstream, stack: Stack, handover: Gateway
+) -> None:
+    upstream.push(Turn(tool_calls=[ToolCall("slow__hang", "{}", "call_1")]), Turn(text="never"))
+    with start_mcp_server("hanging") as hanging:
+        tool = {
+            "type": "mcp",
+            "server_label": "slow",
+            "server_url": hanging.url,
+            "require_approval": "never",
+        }
+        body = {"model": "scripted-chat", "input": "hang", "tools": [tool], "stream": True}
+        with (
+            httpx.Client(base_url=handover.base_url, timeout=30) as h,
+            h.stream("POST", "/responses", json=body) as answer,
+        ):
+            lines = answer.iter_lines()  # kept open: the client is still there
+            first = next(line for line in lines if line.startswith("data:"))
+            response_id = parse_sse(f"event: response.created\n{first}\n\n")[0]["response"]["id"]
+            assert hanging.hang.started.wait(10)  # handed over; the worker runs the tool
+        cancelled = stack.wait_for_status(response_id, "cancelled")  # the client left
+        assert [item["type"] for item in cancelled["output"]] == ["mcp_list_tools", "mcp_call"]
+        hanging.hang.release()
+        handover.wait_idle()
+    assert stack.wait_for_status(response_id, "cancelled") == cancelled
+    assert len(upstream.model_requests()) == 1

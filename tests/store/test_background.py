@@ -204,7 +204,10 @@ async def test_request_cancel_blocks_later_writes_and_is_visible(
 ) -> None:
     await store.put_checkpoint(checkpoint(tenant, seq=4), expected_version=None)
 
+    assert await store.cancel_requested(tenant, RESPONSE) is False
     assert await store.request_cancel(tenant, RESPONSE) is True
+    assert await store.cancel_requested(tenant, RESPONSE) is True
+    assert await store.cancel_requested(f"{tenant}-other", RESPONSE) is False
 
     got = await store.get_checkpoint(tenant, RESPONSE)
     assert got is not None and (got.version, got.seq, got.cancel_requested) == (0, 4, True)
@@ -221,6 +224,7 @@ async def test_request_cancel_without_checkpoint_returns_false(
     assert await store.request_cancel(tenant, RESPONSE) is False
 
     assert await store.get_checkpoint(tenant, RESPONSE) is None
+    assert await store.cancel_requested(tenant, RESPONSE) is False
 
 
 async def test_get_checkpoint_newer_schema_version_raises_store_error(

@@ -16,7 +16,7 @@ from fastapi.responses import JSONResponse, Response
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
-from responses_gateway.background.runs import cancel_run, start_background
+from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.loop import render_response
 from responses_gateway.loop.prepared import prepare_input, to_model_items
@@ -128,7 +128,7 @@ async def retrieve_response(request: Request, response_id: str) -> Any:
     record = await _stored(request, response_id)
     gateway = gateway_of(request)
     if request.query_params.get("stream") != "true":
-        return await current_response(gateway.store, record)
+        return await end_if_lost(gateway, record, await current_response(gateway.store, record))
     after = _starting_after(request)
     checkpoint = await gateway.store.get_checkpoint(record.tenant, record.id)
     if checkpoint is None:

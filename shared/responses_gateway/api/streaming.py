@@ -9,9 +9,9 @@ upstream stream) and left to finish that cleanup on its own.
 Also owns the foreground hand-over: a loop that reaches its ``Timing.hand_over_at`` between two
 actions continues in the background worker (:func:`responses_gateway.background.runs.hand_over`).
 A streaming client then keeps receiving events from the log, each exactly once, until
-``Timing.stream_until`` (it resumes with ``starting_after`` after that); a buffered client gets the
-``in_progress`` Response object and polls. And :func:`stream_log`, the SSE answer that follows a
-background response's log.
+``Timing.stream_until`` (it resumes with ``starting_after`` after that), and going away still
+cancels the response; a buffered client gets the ``in_progress`` Response object and polls.
+And :func:`stream_log`, the SSE answer that follows a background response's log.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
 from responses_gateway.background.log import follow
-from responses_gateway.background.runs import hand_over
+from responses_gateway.background.runs import cancel_handed_over, hand_over
 from responses_gateway.loop import NullSink, run_loop
 from responses_gateway.loop.events import ItemStarted, LoopEvent, Sink
 from responses_gateway.loop.state import Finish, LoopState
@@ -108,6 +108,41 @@ async def _drain(
             _abandon(task)
 
 
+async def _follow_hand_over(
+    gateway: Gateway,
+    run: PreparedRun,
+    sent: list[bytes],
+    timing: Timing,
+    queue: asyncio.Queue[bytes | None],
+    committed: asyncio.Event,
+) -> None:
+    """Hand the loop over, then stream its log to the client. A client that goes away
+    cancels the response (as for any foreground response), once the hand-over is complete."""
+    handing = asyncio.ensure_future(hand_over(gateway, run, sent))
+    try:
+        await asyncio.shield(handing)
+        committed.set()
+        frames = follow(
+            gateway.store,
+            run.tenant,
+            run.state.response_id,
+            len(sent) - 1,
+            notifier=gateway.notifier,
+            deadline=_follow_deadline(timing.stream_until),
+        )
+        async for frame in frames:
+            queue.put_nowait(frame)
+    except asyncio.CancelledError:
+
+        async def cancel_it() -> None:
+            with contextlib.suppress(Exception):
+                await handing
+            await cancel_handed_over(gateway, run.tenant, run.state.response_id)
+
+        await asyncio.shield(cancel_it())
+        raise
+
+
 def _follow_deadline(until: float | None) -> float | None:
     """``until`` (wall clock) on the monotonic clock :func:`follow` uses."""
     return None if until is None else time.monotonic() + (until - time.time())
@@ -135,18 +170,7 @@ async def run_streamed(
             await run_loop(run.state, run.ctx, sink, pause=pause)
             if run.state.status != "in_progress" or gateway is None:
                 return
-            await asyncio.shield(hand_over(gateway, run, sent))
-            committed.set()
-            frames = follow(
-                gateway.store,
-                run.tenant,
-                run.state.response_id,
-                len(sent) - 1,
-                notifier=gateway.notifier,
-                deadline=_follow_deadline(timing.stream_until),
-            )
-            async for frame in frames:
-                queue.put_nowait(frame)
+            await _follow_hand_over(gateway, run, sent, timing, queue, committed)
         finally:
             queue.put_nowait(None)
 

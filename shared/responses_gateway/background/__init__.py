@@ -8,3 +8,5 @@ cancelling and ending runs is :mod:`.runs`. Nothing here is imported by a reques
 use background mode, except the small seams the service holds (:mod:`.launcher`, :mod:`.log`,
 :mod:`.records`).
 """
+
+__all__: list[str] = []

@@ -11,7 +11,8 @@ The gateway (configuration, store, upstream client) is built once per container,
 and runs on one event loop for the life of the process; an invocation stops taking new actions
 when less than ``WORKER_MARGIN_SECONDS`` (default 300) of its time is left, and a response older
 than ``BACKGROUND_MAX_SECONDS`` (default 21600) ends ``failed``. A crash propagates:
-the state machine retries, and the next invocation resumes from the checkpoint.
+the state machine retries, and the next invocation resumes from the checkpoint. It must not
+decide anything about the loop (that is the worker's driver) nor log event contents.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -31,9 +33,6 @@ _log = logging.getLogger(__name__)
 MARGIN_ENV = "WORKER_MARGIN_SECONDS"
 _DEFAULT_MARGIN = 300.0
 """Room for the longest action an invocation may start (a model call or a tool call)."""
-MAX_SECONDS_ENV = "BACKGROUND_MAX_SECONDS"
-_DEFAULT_MAX_SECONDS = 21_600.0
-"""The longest a background response may run (6 hours by default), across executions."""
 
 
 class _Runtime:
@@ -57,7 +56,7 @@ def _gateway() -> tuple[asyncio.AbstractEventLoop, Gateway]:
 async def work(
     gateway: Gateway,
     event: dict[str, Any],
-    remaining: Any = None,
+    remaining: Callable[[], float] | None = None,
     margin: float = 0.0,
     max_seconds: float | None = None,
 ) -> dict[str, Any]:
@@ -69,7 +68,9 @@ async def work(
     generation = int(event.get("generation") or 0)
     ids = {"tenant": tenant, "response_id": response_id, "generation": generation}
     if event.get("mode") == "fail":
-        _log.error("background response %s: worker lost (%s)", response_id, event.get("error"))
+        error = event.get("error")
+        name = error.get("Error") if isinstance(error, dict) else None
+        _log.error("background response %s: worker lost (%s)", response_id, name)
         await end_run(gateway, tenant, response_id, "failed", error=dict(WORKER_LOST))
         return {**ids, "iteration": int(event.get("iteration") or 0), "status": "done"}
     status = await run_worker(
@@ -88,9 +89,11 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The Lambda handler."""
     loop, gateway = _gateway()
     margin = float(os.environ.get(MARGIN_ENV) or _DEFAULT_MARGIN)
-    max_seconds = float(os.environ.get(MAX_SECONDS_ENV) or _DEFAULT_MAX_SECONDS)
+    from responses_gateway.background.runs import max_seconds
+
+    limit = max_seconds()
 
     def remaining() -> float:
         return float(context.get_remaining_time_in_millis()) / 1000
 
-    return loop.run_until_complete(work(gateway, event, remaining, margin, max_seconds))
+    return loop.run_until_complete(work(gateway, event, remaining, margin, limit))

@@ -8,7 +8,9 @@ the last checkpoint) up to ``retries`` times, then ends the response ``failed`` 
 finds the checkpoint flagged, exactly like a Lambda invocation after ``StopExecution``.
 
 The runs live on the event loop that started them (the app's), referenced until they end; nothing
-is shared between gateways.
+is shared between gateways, and runs do not survive the process (a response whose run was lost
+is ended by the read-side watchdog, :func:`~responses_gateway.background.runs.end_if_lost`). It
+must not run loop actions itself: it only calls the worker.
 """
 
 from __future__ import annotations
@@ -47,9 +49,12 @@ class LocalLauncher:
         ``gateway`` (imported on first use: plain requests never load the worker)."""
 
         async def work(tenant: str, response_id: str, generation: int) -> str:
+            from responses_gateway.background.runs import max_seconds
             from responses_gateway.background.worker import run_worker
 
-            return await run_worker(gateway, tenant, response_id, generation=generation)
+            return await run_worker(
+                gateway, tenant, response_id, generation=generation, max_seconds=max_seconds()
+            )
 
         async def lost(tenant: str, response_id: str, error: BaseException) -> Any:
             from responses_gateway.background.runs import WORKER_LOST, end_run

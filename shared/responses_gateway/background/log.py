@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 
 from responses_gateway.store.base import BackgroundStore
 
-__all__ = ["EventLog", "LogNotifier", "follow"]
-
-_log = logging.getLogger(__name__)
+__all__ = ["HEARTBEAT_INTERVAL", "KEEP_ALIVE", "EventLog", "LogNotifier", "follow"]
 
 FLUSH_INTERVAL = 0.05
 """Seconds a frame may wait in the buffer while an action runs (the log's streaming latency)."""
+HEARTBEAT_INTERVAL = 15.0
+"""Seconds of silence after which a follower sends :data:`KEEP_ALIVE`."""
+KEEP_ALIVE = b": keep-alive\n\n"
+"""An SSE comment: keeps an idle stream open, ignored by clients."""
 
 
 class LogNotifier:
@@ -64,6 +65,8 @@ class EventLog:
         tenant, response_id: whose log.
         first_seq: the sequence number of the first frame this log will receive.
         notifier: told after every batch lands.
+        keep: log the frames (False for a response nobody can stream: only the numbering is
+            kept, so the terminal's sequence number stays right).
     """
 
     def __init__(
@@ -73,6 +76,8 @@ class EventLog:
         response_id: str,
         first_seq: int,
         notifier: LogNotifier | None = None,
+        *,
+        keep: bool = True,
     ) -> None:
         self._store = store
         self._tenant = tenant
@@ -81,7 +86,9 @@ class EventLog:
         self._next = first_seq
         """Sequence number of the first pending frame."""
         self._notifier = notifier
+        self._keep = keep
         self._lock = asyncio.Lock()
+        self._now = asyncio.Event()
         self._flusher: asyncio.Task[None] | None = None
         self._failure: BaseException | None = None
 
@@ -101,7 +108,8 @@ class EventLog:
         return self._pending.pop()
 
     async def _flush_later(self) -> None:
-        await asyncio.sleep(FLUSH_INTERVAL)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._now.wait(), FLUSH_INTERVAL)
         try:
             await self._flush_pending()
         except Exception as error:  # surfaced by the next flush() at the action boundary
@@ -114,16 +122,22 @@ class EventLog:
             frames, first = self._pending, self._next
             self._pending = []
             self._next = first + len(frames)
+            if not self._keep:
+                return
             await self._store.append_events(self._tenant, self._id, first, frames)
         if self._notifier is not None:
             self._notifier.notify(self._tenant, self._id)
 
     async def flush(self) -> None:
-        """Log every pending frame (an action boundary); raises a failed background flush."""
+        """Log every pending frame (an action boundary); raises a failed background flush.
+
+        A background flush in flight is awaited, never cancelled: its frames have left the
+        buffer, and cutting its write short would lose them while the numbering counts them.
+        """
         if self._flusher is not None and not self._flusher.done():
-            self._flusher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._flusher
+            self._now.set()  # skip the rest of its wait
+            await self._flusher
+            self._now.clear()
         self._flusher = None
         if self._failure is not None:
             failure, self._failure = self._failure, None
@@ -148,6 +162,7 @@ async def follow(
     poll_interval: float = 0.5,
     deadline: float | None = None,
     clock: Callable[[], float] = time.monotonic,
+    heartbeat: float | None = HEARTBEAT_INTERVAL,
 ) -> AsyncIterator[bytes]:
     """Frames logged after sequence number ``after`` (-1: from the start), then new ones as
     they land, ending with the terminal event (or at ``deadline`` on ``clock``, without it, so
@@ -155,8 +170,11 @@ async def follow(
 
     The terminal frame is always the last one sent, even if numbered frames raced past it (a
     cancel that landed while the worker was still logging): a follower always sees an ending.
+    While nothing new arrives (a long tool call), an SSE comment goes out every ``heartbeat``
+    seconds, so proxies and API Gateway do not close an idle stream; clients ignore comments.
     """
     cursor = after
+    quiet_since = clock()
     with contextlib.ExitStack() as stack:
         grew = stack.enter_context(notifier.subscribe(tenant, response_id)) if notifier else None
         while True:
@@ -166,6 +184,7 @@ async def follow(
             for seq, frame in read.events:
                 yield frame.encode()
                 cursor = seq
+                quiet_since = clock()
             terminal = read.terminal
             if terminal is not None:
                 if terminal.sequence_number > after:
@@ -173,6 +192,9 @@ async def follow(
                 return
             if deadline is not None and clock() >= deadline:
                 return
+            if heartbeat is not None and clock() - quiet_since >= heartbeat:
+                yield KEEP_ALIVE
+                quiet_since = clock()
             wait = poll_interval
             if deadline is not None:
                 wait = max(0.0, min(wait, deadline - clock()))

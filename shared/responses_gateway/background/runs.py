@@ -21,9 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from responses_gateway.background.records import UNFINISHED
 from responses_gateway.errors import InternalError, InvalidRequestError
 from responses_gateway.loop.events import ItemFinished, ResponseFinished, ResponseStarted
 from responses_gateway.loop.render import render_response
@@ -36,9 +39,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WORKER_LOST",
+    "cancel_handed_over",
     "cancel_run",
+    "end_if_lost",
     "end_run",
+    "max_seconds",
     "hand_over",
+    "settle",
     "start_background",
     "terminal_frame",
 ]
@@ -52,6 +59,17 @@ WORKER_LOST = {
 """The ``error`` of a response the watchdog ended."""
 
 _ENDED = frozenset({"completed", "incomplete", "failed", "cancelled"})
+
+MAX_SECONDS_ENV = "BACKGROUND_MAX_SECONDS"
+_DEFAULT_MAX_SECONDS = 21_600.0
+LOST_AFTER = 3_600.0
+"""Seconds past ``BACKGROUND_MAX_SECONDS`` after which a reader ends a run nobody ended: by then
+its worker's own limit, retries and the state machine's watchdog have all had their turn."""
+
+
+def max_seconds() -> float:
+    """The longest a background response may run (``BACKGROUND_MAX_SECONDS``, default 6 h)."""
+    return float(os.environ.get(MAX_SECONDS_ENV) or _DEFAULT_MAX_SECONDS)
 
 
 def terminal_frame(
@@ -78,9 +96,10 @@ async def start_background(gateway: Gateway, run: PreparedRun) -> dict[str, Any]
     sink = SSESink(frames.append, include_obfuscation=run.include_obfuscation)
     sink.emit(ResponseStarted(queued))  # response.created + response.queued
     checkpoint = Checkpoint(tenant, state.response_id, 0, len(frames), state.to_json(), run.run)
+    logged = [f.decode() for f in frames] if run.stream else []  # nobody can stream it else
     await asyncio.gather(  # a new id: nothing else writes these yet, so in parallel
         store.put_checkpoint(checkpoint, expected_version=None),
-        store.append_events(tenant, state.response_id, 0, [f.decode() for f in frames]),
+        store.append_events(tenant, state.response_id, 0, logged),
         _write_record(gateway, tenant, run.run, queued),
     )
     await _launch(gateway, tenant, state.response_id, run.run)
@@ -123,7 +142,8 @@ async def _write_record(
 
 
 async def _launch(gateway: Gateway, tenant: str, response_id: str, run: dict[str, Any]) -> None:
-    assert gateway.launcher is not None  # prepare() refuses background runs without one
+    if gateway.launcher is None:  # prepare() refuses background runs without one
+        raise InternalError("Background mode is not configured on this gateway.")
     try:
         await gateway.launcher.start(tenant, response_id, int(run.get("generation") or 0))
     except Exception as error:
@@ -136,6 +156,26 @@ async def _launch(gateway: Gateway, tenant: str, response_id: str, run: dict[str
 
 def _error_object(error: InternalError) -> dict[str, Any]:
     return {"code": "server_error", "message": error.message}
+
+
+async def settle(
+    gateway: Gateway,
+    tenant: str,
+    response_id: str,
+    terminal: Terminal,
+    run: dict[str, Any],
+) -> None:
+    """Write the record of an ended run if it is still unfinished (the writer of the terminal
+    died before writing it), with the conversation append its persister would have made."""
+    record = await gateway.store.get_response(tenant, response_id)
+    if record is not None and record.status not in UNFINISHED:
+        return
+    response = terminal.response
+    await _write_record(gateway, tenant, run, response)
+    conversation = run.get("conversation")
+    if conversation and response.get("status") in ("completed", "incomplete"):
+        items = [*(run.get("input_items") or []), *(response.get("output") or [])]
+        await gateway.store.append_items(tenant, conversation, items)
 
 
 async def end_run(
@@ -154,6 +194,7 @@ async def end_run(
         return None
     existing = await store.get_terminal(tenant, response_id)
     if existing is not None:
+        await settle(gateway, tenant, response_id, existing, checkpoint.run)
         return existing.response
     state = LoopState.from_json(checkpoint.state)
     closed = []
@@ -208,3 +249,31 @@ async def cancel_run(gateway: Gateway, record: StoredResponse) -> dict[str, Any]
         except Exception as error:  # the worker stops at its next boundary anyway
             _log.warning("could not stop the execution of %s: %r", record.id, error)
     return ended
+
+
+async def cancel_handed_over(gateway: Gateway, tenant: str, response_id: str) -> None:
+    """The client of a foreground response that was handed over went away: cancel it, as a
+    foreground response is cancelled by terminating its connection."""
+    if not await gateway.store.request_cancel(tenant, response_id):
+        return
+    ended = await end_run(gateway, tenant, response_id, "cancelled")
+    if gateway.launcher is not None and ended is not None and ended.get("status") == "cancelled":
+        try:
+            await gateway.launcher.stop(tenant, response_id, 0)
+        except Exception as error:  # the worker stops at its next boundary anyway
+            _log.warning("could not stop the execution of %s: %r", response_id, error)
+
+
+async def end_if_lost(
+    gateway: Gateway, record: StoredResponse, response: dict[str, Any]
+) -> dict[str, Any]:
+    """The read-side watchdog: ``response`` (as :func:`~.records.current_response` made it), or,
+    for a run still unfinished long after any worker could be running it (a process that died
+    locally, an execution stopped from outside), the run ended ``failed`` now."""
+    if response.get("status") not in UNFINISHED:
+        return response
+    created = response.get("created_at")
+    if not isinstance(created, int | float) or time.time() < created + max_seconds() + LOST_AFTER:
+        return response
+    ended = await end_run(gateway, record.tenant, record.id, "failed", error=dict(WORKER_LOST))
+    return ended or response

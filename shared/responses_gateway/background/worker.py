@@ -3,13 +3,16 @@
 Owns :func:`run_worker`, the code the state machine's task (and the local runner) calls with
 only ids. One invocation:
 
-1. reads the checkpoint; does nothing when the run already ended or a cancel was requested;
+1. reads the checkpoint. A run that already ended only gets its record settled (a crash may
+   have cut the write after the terminal claim); a run whose cancel did not get to end it is
+   ended ``cancelled``;
 2. drops events a crashed earlier invocation logged past the checkpoint (they were never
    checkpointed, and the action that produced them runs again);
 3. runs loop actions with :func:`~responses_gateway.loop.driver.step`, logging events as they
    happen and, after each action, flushing the log and writing the next checkpoint. The write is
    fenced on the version it read: if a cancel flagged the checkpoint or another invocation moved
-   it, this invocation stops (it never starts another action);
+   it, this invocation stops (it never starts another action). Before running tool calls it also
+   asks whether a cancel was requested, so no tool starts after a cancel answered;
 4. stops with ``continue`` when the time left is under ``margin`` (the state machine calls it
    again), or ``done`` once the response ended. The ending is a claim of the terminal (the first
    ending wins against a concurrent cancel or the watchdog), then the record is written.
@@ -28,8 +31,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from responses_gateway.background.journal import JournaledTools
 from responses_gateway.background.log import EventLog
+from responses_gateway.background.runs import end_run, settle
 from responses_gateway.loop.driver import step
-from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.state import ExecuteTools, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS
 from responses_gateway.sinks.sse import SSESink
 from responses_gateway.store.base import Checkpoint, CheckpointConflict, Terminal
@@ -75,7 +79,12 @@ async def run_worker(
     if checkpoint is None:
         _log.warning("no checkpoint for background response %s", response_id)
         return "done"
-    if checkpoint.cancel_requested or await store.get_terminal(tenant, response_id) is not None:
+    terminal = await store.get_terminal(tenant, response_id)
+    if terminal is not None:  # ended; make sure its record says so (a crash may have cut it)
+        await settle(gateway, tenant, response_id, terminal, checkpoint.run)
+        return "done"
+    if checkpoint.cancel_requested:  # a cancel that did not get to end the run
+        await end_run(gateway, tenant, response_id, "cancelled")
         return "done"
     # Events a crashed invocation logged past the checkpoint: its action runs again. (Only once
     # no terminal exists: the last action of an ended run logs past its last checkpoint.)
@@ -91,7 +100,8 @@ async def run_worker(
         state.status = "in_progress"
     run: dict[str, Any] = dict(checkpoint.run)
     run["generation"] = max(generation, int(run.get("generation") or 0))
-    log = EventLog(store, tenant, response_id, checkpoint.seq, gateway.notifier)
+    keep = bool(run.get("stream"))  # only a response created streaming can be streamed again
+    log = EventLog(store, tenant, response_id, checkpoint.seq, gateway.notifier, keep=keep)
     sink = SSESink(
         log.write,
         include_obfuscation=bool(run.get("include_obfuscation")),
@@ -108,6 +118,11 @@ async def run_worker(
     version = checkpoint.version
     try:
         while True:
+            if isinstance(state.next_action, ExecuteTools) and await store.cancel_requested(
+                tenant, response_id
+            ):  # never start a tool call after a cancel answered
+                await end_run(gateway, tenant, response_id, "cancelled")
+                return "done"
             if await step(state, ctx, sink):
                 frame = log.take_last()
                 await log.flush()
@@ -127,6 +142,9 @@ async def run_worker(
                 )
             except CheckpointConflict:
                 _log.info("background response %s was cancelled or moved on", response_id)
+                latest = await store.get_checkpoint(tenant, response_id)
+                if latest is not None and latest.cancel_requested:
+                    await end_run(gateway, tenant, response_id, "cancelled")
                 return "done"
             version += 1
             if after_checkpoint is not None:
@@ -142,8 +160,6 @@ async def run_worker(
 async def _time_out(
     gateway: Gateway, tenant: str, response_id: str, max_seconds: float | None
 ) -> WorkerStatus:
-    from responses_gateway.background.runs import end_run
-
     error = {
         "code": "server_error",
         "message": f"The response ran longer than this gateway allows for background "

@@ -60,6 +60,9 @@ __all__ = ["MAX_SEQUENCE", "BackgroundTable"]
 _log = logging.getLogger(__name__)
 
 CHECKPOINT_SK = "S"
+CANCEL_SK = "X"
+"""A tiny marker written by ``request_cancel`` beside the flag on the checkpoint, so a worker
+can ask "was a cancel requested?" for 1 RRU instead of reading a checkpoint of any size."""
 TERMINAL_SK = "E#~"
 MAX_SEQUENCE = 9_999_999_999
 """The largest sequence number a batch key can spell (10 digits)."""
@@ -282,7 +285,19 @@ class BackgroundTable:
             )
         except ConditionFailed:
             return False
+        marker = {
+            **key(response_pk(tenant, response_id), CANCEL_SK),
+            SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
+            TTL_ATTR: {"N": str(int(self._clock()) + self._retention)},
+        }
+        await self._db.put_item("request_cancel", marker)
         return True
+
+    async def cancel_requested(self, tenant: str, response_id: str) -> bool:
+        marker = await self._db.get_item(
+            "cancel_requested", key(response_pk(tenant, response_id), CANCEL_SK)
+        )
+        return marker is not None
 
     # Event log
 

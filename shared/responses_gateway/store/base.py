@@ -21,9 +21,9 @@ __all__ = [
     "BackgroundStore",
     "Checkpoint",
     "CheckpointConflict",
-    "EventRead",
     "Conversation",
     "ConversationStore",
+    "EventRead",
     "ItemPage",
     "ResponseStore",
     "Store",
@@ -223,6 +223,10 @@ class BackgroundStore(Protocol):
 
     async def request_cancel(self, tenant: str, response_id: str) -> bool:
         """Flag the checkpoint cancelled (later checkpoint writes conflict); False if none."""
+        ...
+
+    async def cancel_requested(self, tenant: str, response_id: str) -> bool:
+        """Whether :meth:`request_cancel` flagged the response (a read of a tiny item)."""
         ...
 
     async def append_events(

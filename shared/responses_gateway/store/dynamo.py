@@ -169,6 +169,9 @@ class DynamoStore:
     async def request_cancel(self, tenant: str, response_id: str) -> bool:
         return await self._background.request_cancel(tenant, response_id)
 
+    async def cancel_requested(self, tenant: str, response_id: str) -> bool:
+        return await self._background.cancel_requested(tenant, response_id)
+
     async def append_events(
         self, tenant: str, response_id: str, first_seq: int, frames: list[str]
     ) -> None:
