@@ -4,7 +4,8 @@ Runs a :class:`~responses_gateway.service.Gateway` (no HTTP) on an embedded moto
 server, the scripted Chat Completions upstream and a loopback ``calc`` MCP server, and for two
 scripts (a plain text answer, and a three-call MCP loop: list, add, divide, answer) measures:
 
-- DynamoDB read/write units and round trips of the whole response: a foreground create
+- DynamoDB read/write units and round trips of the whole response (the background one created
+  with and without ``stream``: only a streamed one logs its events): a foreground create
   (``run_loop`` + its record) against a background one (create: checkpoint, first events,
   record; then the worker: every checkpoint, event batch, journal entry, the terminal claim and
   the record);
@@ -114,7 +115,12 @@ async def measure(iterations: int) -> dict[str, Any]:
                 mcp_policy=McpPolicy(allow_http=True, allow_loopback=True),
                 launcher=_NoLauncher(),
             )
-            for name, script, tools in (("text", _text, []), ("mcp loop", _mcp, [tool])):
+            scenarios = (
+                ("text", _text, [], False),
+                ("mcp loop", _mcp, [tool], False),
+                ("mcp loop, streamed (events logged)", _mcp, [tool], True),
+            )
+            for name, script, tools, streamed in scenarios:
                 body = {"model": "bench", "input": "Go", "tools": tools}
                 fore: list[float] = []
                 queued: list[float] = []
@@ -130,7 +136,8 @@ async def measure(iterations: int) -> dict[str, Any]:
                     fore.append(elapsed)
 
                     script(upstream)
-                    run = await gateway.prepare({**body, "background": True}, TENANT)
+                    background = {**body, "background": True, "stream": streamed}
+                    run = await gateway.prepare(background, TENANT)
                     create_units, elapsed = await _units(
                         store, lambda run=run: start_background(gateway, run)
                     )

@@ -37,13 +37,11 @@ surrogates (U+FFFD instead), so nothing we emit fails to encode.
 from __future__ import annotations
 
 import json
-from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from responses_gateway.adapters.base import ModelCall
-from responses_gateway.adapters.sse import aiter_sse
-from responses_gateway.adapters.wire import EndpointAdapter, finish_reading, loads_json
+from responses_gateway.adapters.wire import EndpointAdapter, loads_json, read_event_stream
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -52,13 +50,17 @@ from responses_gateway.errors import (
 from responses_gateway.loop.output import MessageWriter, OutputWriter, ReasoningWriter
 from responses_gateway.loop.state import StopReason, TurnResult
 
-__all__ = ["ChatCompletionsAdapter", "to_chat_request"]
+__all__ = [
+    "ChatCompletionsAdapter",
+    "chat_status_error",
+    "chat_stream_error",
+    "chat_usage",
+    "to_chat_request",
+]
 
 _ROLES = {"developer": "system"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
 _PASSED_PARAMS = ("temperature", "top_p", "user", "parallel_tool_calls", "service_tier")
-_NOT_A_STREAM = ("application/json", "text/html")
-"""Content types of 2xx answers that are surely no event stream."""
 
 
 # --- request: Responses items -> chat payload ------------------------------------------------
@@ -293,7 +295,7 @@ class _ErrorFields:
         )
 
 
-def _status_error(status: int, raw: str) -> UpstreamStatusError:
+def chat_status_error(status: int, raw: str) -> UpstreamStatusError:
     try:
         body: Any = loads_json(raw)
     except ValueError:
@@ -304,7 +306,7 @@ def _status_error(status: int, raw: str) -> UpstreamStatusError:
     return _ErrorFields.of(body).status_error(status, raw, fallback)
 
 
-def _stream_error(error: Any, raw: str) -> UpstreamStatusError | UpstreamProtocolError:
+def chat_stream_error(error: Any, raw: str) -> UpstreamStatusError | UpstreamProtocolError:
     fields = _ErrorFields.of(error)
     fallback = "The upstream model reported an error mid-stream."
     if isinstance(error, dict):
@@ -319,7 +321,7 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
-def _usage(raw: dict[str, Any]) -> dict[str, Any]:
+def chat_usage(raw: dict[str, Any]) -> dict[str, Any]:
     input_tokens, output_tokens = _int(raw.get("prompt_tokens")), _int(raw.get("completion_tokens"))
     cached = (raw.get("prompt_tokens_details") or {}).get("cached_tokens")
     reasoning = (raw.get("completion_tokens_details") or {}).get("reasoning_tokens")
@@ -387,9 +389,9 @@ class _ChatStream:
         if not isinstance(chunk, dict):
             raise UpstreamProtocolError("The upstream model sent a stream chunk that is no object.")
         if chunk.get("error") is not None:
-            raise _stream_error(chunk["error"], data)
+            raise chat_stream_error(chunk["error"], data)
         if isinstance(chunk.get("usage"), dict):
-            self._usage = _usage(chunk["usage"])
+            self._usage = chat_usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or (choice.get("index") or 0) != 0 or self._flushed:
                 continue
@@ -528,25 +530,6 @@ class ChatCompletionsAdapter(EndpointAdapter):
         """
         payload = to_chat_request(call)
         stream = _ChatStream(out)
-        async with self._endpoint.stream(payload, _status_error) as response:
-            content_type = response.headers.get("content-type", "")
-            if content_type.startswith(_NOT_A_STREAM):
-                await response.aread()
-                kind = "JSON" if content_type.startswith("application/json") else "HTML"
-                raise UpstreamProtocolError(
-                    f"The upstream model answered with {kind} instead of an event stream: "
-                    + response.text[:200]
-                )
-            out.upstream_responding()
-            # aiter_sse is an async generator: close it even when we stop early.
-            async with aclosing(aiter_sse(response)) as events:
-                async for event in events:
-                    if stream.feed(event.data):
-                        await finish_reading(events)  # so the connection is reused
-                        break
-        if not stream.decoded:
-            raise UpstreamProtocolError(
-                "The upstream model answered with no event stream: its body held no data events."
-            )
+        await read_event_stream(self._endpoint, payload, chat_status_error, out, stream)
         stream.flush()
         return stream.result()

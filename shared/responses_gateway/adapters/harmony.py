@@ -44,7 +44,6 @@ import asyncio
 import functools
 import json
 from collections.abc import Callable
-from contextlib import aclosing
 from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
 
@@ -52,9 +51,12 @@ import httpx
 
 from responses_gateway._vocab import harmony_encoding
 from responses_gateway.adapters.base import ModelCall
-from responses_gateway.adapters.chat_completions import _status_error, _stream_error, _usage
-from responses_gateway.adapters.sse import aiter_sse
-from responses_gateway.adapters.wire import EndpointAdapter, finish_reading, loads_json
+from responses_gateway.adapters.chat_completions import (
+    chat_status_error,
+    chat_stream_error,
+    chat_usage,
+)
+from responses_gateway.adapters.wire import EndpointAdapter, loads_json, read_event_stream
 from responses_gateway.errors import InvalidRequestError, UpstreamProtocolError
 from responses_gateway.loop.output import (
     FunctionCallWriter,
@@ -81,7 +83,6 @@ _SPECIALS = frozenset(
 _EFFORTS = {"minimal": "LOW", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
 _PASSED_PARAMS = ("temperature", "top_p", "user")
-_NOT_A_STREAM = ("application/json", "text/html")
 _FUNCTIONS = "functions."
 _ASSISTANT_START = (200006, 173781)
 """``<|start|>assistant``: where the model's turn begins (ids of the ``o200k_harmony`` vocab)."""
@@ -394,9 +395,9 @@ class _HarmonyStream:
         if not isinstance(chunk, dict):
             raise UpstreamProtocolError("The upstream model sent a stream chunk that is no object.")
         if chunk.get("error") is not None:
-            raise _stream_error(chunk["error"], data)
+            raise chat_stream_error(chunk["error"], data)
         if isinstance(chunk.get("usage"), dict):
-            self._usage = _usage(chunk["usage"])
+            self._usage = chat_usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
             if not isinstance(choice, dict) or (choice.get("index") or 0) != 0 or self._ended:
                 continue
@@ -490,7 +491,7 @@ class _HarmonyStream:
     def result(self) -> TurnResult:
         usage = self._usage
         if usage is None:
-            usage = _usage(
+            usage = chat_usage(
                 {"prompt_tokens": self._prompt_tokens, "completion_tokens": self._tokens}
             )
         details = usage["output_tokens_details"]
@@ -547,24 +548,6 @@ class HarmonyAdapter(EndpointAdapter):
             self._encoding = await asyncio.to_thread(harmony_encoding)
         payload = to_harmony_request(call, self._today())
         stream = _HarmonyStream(out, self._encoding, len(payload["prompt"]))
-        async with self._endpoint.stream(payload, _status_error) as response:
-            content_type = response.headers.get("content-type", "")
-            if content_type.startswith(_NOT_A_STREAM):
-                await response.aread()
-                kind = "JSON" if content_type.startswith("application/json") else "HTML"
-                raise UpstreamProtocolError(
-                    f"The upstream model answered with {kind} instead of an event stream: "
-                    + response.text[:200]
-                )
-            out.upstream_responding()
-            async with aclosing(aiter_sse(response)) as events:
-                async for event in events:
-                    if stream.feed(event.data):
-                        await finish_reading(events)  # so the connection is reused
-                        break
-        if not stream.decoded:
-            raise UpstreamProtocolError(
-                "The upstream model answered with no event stream: its body held no data events."
-            )
+        await read_event_stream(self._endpoint, payload, chat_status_error, out, stream)
         stream.finish()
         return stream.result()

@@ -16,7 +16,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import httpx
 
@@ -26,13 +26,21 @@ from responses_gateway.errors import (
     UpstreamTransportError,
 )
 
+if TYPE_CHECKING:
+    from responses_gateway.loop.output import OutputWriter
+
+_NOT_A_STREAM = ("application/json", "text/html")
+"""Content types of 2xx answers that are surely no event stream."""
+
 __all__ = [
     "EndpointAdapter",
+    "EventConsumer",
     "UpstreamEndpoint",
     "clean_surrogates",
     "finish_reading",
     "loads_json",
     "passed_headers",
+    "read_event_stream",
 ]
 
 _TRAILER_WAIT = 0.5
@@ -185,3 +193,53 @@ class EndpointAdapter:
         timeout: float | None = None,
     ) -> None:
         self._endpoint = UpstreamEndpoint.at(client, base_url, self.path, api_key, headers, timeout)
+
+
+class EventConsumer(Protocol):
+    """A wire parser fed one SSE ``data`` payload at a time."""
+
+    @property
+    def decoded(self) -> bool:
+        """Whether any data event was seen."""
+        ...
+
+    def feed(self, data: str) -> bool:
+        """Take one data payload; True when the answer is complete (stop reading)."""
+        ...
+
+
+async def read_event_stream(
+    endpoint: UpstreamEndpoint,
+    payload: dict[str, Any],
+    status_error: Callable[[int, str], UpstreamStatusError],
+    out: OutputWriter,
+    consumer: EventConsumer,
+) -> None:
+    """POST ``payload`` and feed the answer's SSE data events to ``consumer`` until it is done.
+
+    A 2xx answer that is JSON or HTML, or a stream without a single data event, is an
+    :class:`UpstreamProtocolError`; the body is read to its end when the consumer stops early,
+    so the connection is reused.
+    """
+    from responses_gateway.adapters.sse import aiter_sse
+
+    async with endpoint.stream(payload, status_error) as response:
+        content_type = response.headers.get("content-type", "")
+        if content_type.startswith(_NOT_A_STREAM):
+            await response.aread()
+            kind = "JSON" if content_type.startswith("application/json") else "HTML"
+            raise UpstreamProtocolError(
+                f"The upstream model answered with {kind} instead of an event stream: "
+                + response.text[:200]
+            )
+        out.upstream_responding()
+        # aiter_sse is an async generator: close it even when we stop early.
+        async with contextlib.aclosing(aiter_sse(response)) as events:
+            async for event in events:
+                if consumer.feed(event.data):
+                    await finish_reading(events)  # so the connection is reused
+                    break
+    if not consumer.decoded:
+        raise UpstreamProtocolError(
+            "The upstream model answered with no event stream: its body held no data events."
+        )
