@@ -3,6 +3,8 @@ journal, cancel, the watchdog and the state machine's event contract (``entry.wo
 
 from __future__ import annotations
 
+import asyncio
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -410,4 +412,74 @@ async def test_a_read_long_after_any_worker_could_run_ends_a_lost_run(
     ended = await end_if_lost(gateway, record, old)
     assert (ended["status"], ended["error"]) == ("failed", WORKER_LOST)
     assert await _record(gateway, tenant, response_id) == ended
+    assert upstream.model_requests() == []
+
+
+async def _die_mid_answer(gateway: Gateway, tenant: str, response_id: str) -> None:
+    """Run the worker until a batch of the model's answer is logged, then kill it there."""
+    with gateway.notifier.subscribe(tenant, response_id) as grew:
+        worker = asyncio.create_task(run_worker(gateway, tenant, response_id))
+        await asyncio.wait_for(grew.wait(), 30)  # a batch past the checkpoint landed
+    worker.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await worker
+    read = await gateway.store.read_events(tenant, response_id, 1)
+    assert [json.loads(f.split("data: ", 1)[1])["type"] for _, f in read.events][:2] == [
+        "response.in_progress",
+        "response.output_item.added",
+    ]
+
+
+async def test_a_worker_killed_mid_answer_is_replaced_by_a_clean_retry(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    upstream.push(Turn(text="a b c d e f g", hold_after=4), Turn(text="Fresh answer."))
+    response_id = await _queue(gateway, tenant, {"input": "x"})
+    await _die_mid_answer(gateway, tenant, response_id)
+
+    assert await run_worker(gateway, tenant, response_id) == "done"
+    record = await _record(gateway, tenant, response_id)
+    assert record["output"][0]["content"][0]["text"] == "Fresh answer."
+    events = await _log(gateway, tenant, response_id)
+    assert check_stream(events) == record  # the dead attempt's events are gone
+    assert "a" not in [e.get("delta") for e in events]
+
+
+async def test_the_watchdog_after_a_death_mid_answer_leaves_a_consistent_log(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    upstream.push(Turn(text="a b c d e f g", hold_after=4))
+    response_id = await _queue(gateway, tenant, {"input": "x"})
+    await _die_mid_answer(gateway, tenant, response_id)
+
+    ids = {"tenant": tenant, "response_id": response_id, "generation": 0}
+    await work(gateway, {**ids, "mode": "fail", "error": {"Error": "States.Timeout"}})
+    record = await _record(gateway, tenant, response_id)
+    assert (record["status"], record["output"]) == ("failed", [])
+    events = await _log(gateway, tenant, response_id)
+    assert [e["type"] for e in events] == ["response.created", "response.queued", "response.failed"]
+    assert events[-1]["response"] == record
+
+
+async def test_an_execution_stopped_from_outside_ends_its_response_through_eventbridge(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    response_id = await _queue(gateway, tenant, {"input": "x"})
+    ids = {"tenant": tenant, "response_id": response_id, "generation": 0, "iteration": 0}
+    event = {
+        "version": "0",
+        "source": "aws.states",
+        "detail-type": "Step Functions Execution Status Change",
+        "detail": {
+            "executionArn": f"arn:aws:states:us-east-1:123456789012:execution:gw:{response_id}",
+            "status": "ABORTED",
+            "input": json.dumps(ids),
+        },
+    }
+    answer = await work(gateway, event)
+    assert answer["status"] == "done"
+    record = await _record(gateway, tenant, response_id)
+    assert (record["status"], record["error"]) == ("failed", WORKER_LOST)
+    assert await work(gateway, event) == answer  # again: already ended, unchanged
+    assert await _record(gateway, tenant, response_id) == record
     assert upstream.model_requests() == []

@@ -430,3 +430,25 @@ def test_api_functions_know_the_state_machine_by_its_fixed_name(cfn: dict[str, A
 def test_cancel_is_a_buffered_route(cfn: dict[str, Any]) -> None:
     operation = _routes(cfn)[("POST", "/v1/responses/{response_id}/cancel")]
     assert _target(operation) == ("BufferedFunction", "2015-03-31/invocations")
+
+
+def test_executions_ending_without_their_response_reach_the_worker(cfn: dict[str, Any]) -> None:
+    rules = _resources(cfn, "AWS::Events::Rule")
+    (rule,) = rules.values()
+    pattern = rule["Properties"]["EventPattern"]
+    assert pattern["source"] == ["aws.states"]
+    assert pattern["detail-type"] == ["Step Functions Execution Status Change"]
+    assert pattern["detail"]["status"] == ["FAILED", "TIMED_OUT", "ABORTED"]
+    (machine,) = pattern["detail"]["stateMachineArn"]
+    assert machine["Fn::Sub"].endswith(":stateMachine:${AWS::StackName}-background")
+    (target,) = rule["Properties"]["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": ["WorkerFunction", "Arn"]}
+    permissions = [
+        p["Properties"]
+        for p in _resources(cfn, "AWS::Lambda::Permission").values()
+        if p["Properties"]["Principal"] == "events.amazonaws.com"
+    ]
+    assert [p["FunctionName"] for p in permissions] == [{"Ref": "WorkerFunction"}]
+    for name in ("StreamingFunction", "BufferedFunction"):
+        variables = cfn["Resources"][name]["Properties"]["Environment"]["Variables"]
+        assert variables["BACKGROUND_MAX_SECONDS"] == {"Ref": "BackgroundMaxSeconds"}

@@ -5,7 +5,10 @@ Owns the event contract between ``infra/statemachines/background.asl.json`` and 
 - in: ``{"tenant", "response_id", "generation", "iteration"}``; out: the same ids with
   ``iteration + 1`` and ``"status": "continue"`` (call again) or ``"done"``;
 - watchdog: ``{"tenant", "response_id", "generation", "mode": "fail", "error": {...}}`` ends the
-  response ``failed`` unless it already ended; out: ``"status": "done"``.
+  response ``failed`` unless it already ended; out: ``"status": "done"``;
+- EventBridge's "Step Functions Execution Status Change" for an execution that ``FAILED``,
+  ``TIMED_OUT`` or was ``ABORTED``: the same, for the response its input names (a no-op for
+  executions that ended their response themselves, a cancel's StopExecution included).
 
 The gateway (configuration, store, upstream client) is built once per container, on first use,
 and runs on one event loop for the life of the process; an invocation stops taking new actions
@@ -18,6 +21,7 @@ decide anything about the loop (that is the worker's driver) nor log event conte
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 from collections.abc import Callable
@@ -30,6 +34,7 @@ __all__ = ["handle", "work"]
 
 _log = logging.getLogger(__name__)
 
+EXECUTION_ENDED = "Step Functions Execution Status Change"
 MARGIN_ENV = "WORKER_MARGIN_SECONDS"
 _DEFAULT_MARGIN = 300.0
 """Room for the longest action an invocation may start (a model call or a tool call)."""
@@ -64,6 +69,10 @@ async def work(
     from responses_gateway.background.runs import WORKER_LOST, end_run
     from responses_gateway.background.worker import run_worker
 
+    if event.get("detail-type") == EXECUTION_ENDED:  # EventBridge: the execution is gone
+        detail = event["detail"]
+        status = detail.get("status")
+        event = {**json.loads(detail["input"]), "mode": "fail", "error": {"Error": status}}
     tenant, response_id = str(event["tenant"]), str(event["response_id"])
     generation = int(event.get("generation") or 0)
     ids = {"tenant": tenant, "response_id": response_id, "generation": generation}

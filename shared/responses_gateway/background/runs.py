@@ -206,7 +206,11 @@ async def end_run(
     state.error = error
     state.incomplete_reason = None
     response = render_response(state)
-    seq = max(checkpoint.seq, await store.last_event_seq(tenant, response_id) + 1)
+    # The ending continues the stream where the checkpoint left it: events an action in flight
+    # (or a dead worker's action) logged past it describe items the checkpoint does not hold,
+    # so replays drop them (numbered events at or after the terminal are hidden). A follower
+    # that saw some live gets the terminal next, with a lower number.
+    seq = checkpoint.seq
     claim = Terminal(seq, terminal_frame(response, seq, closed), response)
     winner = await store.claim_terminal(tenant, response_id, claim)
     if winner is not None and winner.frame != claim.frame:  # another ending won
