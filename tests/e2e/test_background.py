@@ -154,6 +154,8 @@ def test_background_stream_replays_from_any_cursor(
             assert _events(again) == events[after + 1 :], after
     with client.responses.retrieve(response_id, stream=True) as replay:
         assert _events(replay) == events
+    with client.responses.stream(response_id=response_id, starting_after=4) as helper:
+        assert [event.sequence_number for event in helper] == list(range(5, len(events)))
     with client.responses.stream(response_id=response_id) as helper:
         helped = helper.get_final_response()
     assert (helped.id, helped.status) == (response_id, "completed")
@@ -416,3 +418,48 @@ def test_a_client_leaving_a_handed_over_stream_cancels_the_response(
         handover.wait_idle()
     assert stack.wait_for_status(response_id, "cancelled") == cancelled
     assert len(upstream.model_requests()) == 1
+
+
+class _Idle:
+    """A launcher that never runs anything: responses stay queued."""
+
+    def __init__(self) -> None:
+        self.stopped: list[str] = []
+
+    async def start(self, tenant: str, response_id: str, generation: int = 0) -> None:
+        return None
+
+    async def stop(self, tenant: str, response_id: str, generation: int = 0) -> None:
+        self.stopped.append(response_id)
+
+
+def test_cancel_while_queued_with_the_sdk(upstream: ScriptedUpstream, stack: Stack) -> None:
+    idle = _Idle()
+    gateway = Gateway(stack, launcher=idle)
+    try:
+        with openai.OpenAI(base_url=gateway.base_url, api_key="k", max_retries=0) as c:
+            created = c.responses.create(
+                model="scripted-chat", input="x", background=True, stream=True
+            )
+            response_id = next(iter(created)).response.id  # type: ignore[union-attr]
+            created.close()
+            assert c.responses.retrieve(response_id).status == "queued"
+
+            cancelled = c.responses.cancel(response_id)
+            assert (cancelled.status, cancelled.output) == ("cancelled", [])
+            assert c.responses.retrieve(response_id).status == "cancelled"
+            assert idle.stopped == [response_id]
+            with c.responses.retrieve(response_id, stream=True) as replay:
+                events = _events(replay)
+            assert [e["type"] for e in events] == [
+                "response.created",
+                "response.queued",
+                "response.failed",
+            ]
+            assert events[-1]["response"]["status"] == "cancelled"
+            with c.responses.stream(response_id=response_id, starting_after=1) as helper:
+                seen = [event.type for event in helper]
+            assert seen == ["response.failed"]
+    finally:
+        gateway.server.stop()
+    assert upstream.model_requests() == []
