@@ -151,6 +151,39 @@ async def test_a_worker_killed_between_actions_resumes_with_the_same_output(
     assert check_stream(events) == record  # each event once, numbered without gaps
 
 
+async def _queue_and_die_at_first_tool_outcome(
+    gateway: Gateway,
+    upstream: ScriptedUpstream,
+    calc: RunningMcpServer,
+    tenant: str,
+    monkeypatch: pytest.MonkeyPatch,
+    *,
+    recorded: bool,
+) -> dict[str, Any]:
+    """Run the multi-step loop with the worker dying at the first tool outcome, just after
+    (``recorded``) or just before journaling it; retry until done; return the record."""
+    _multi_step(upstream)
+    calc.log.clear()
+    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
+    store = gateway.store
+    journal_finish = store.journal_finish
+    deaths: list[str] = []
+
+    async def dying(tenant: str, response_id: str, key: str, outcome: Any) -> None:
+        if recorded or deaths:
+            await journal_finish(tenant, response_id, key, outcome)
+        if not deaths:
+            deaths.append(key)
+            raise Crash(key)
+
+    monkeypatch.setattr(store, "journal_finish", dying)
+    assert await _drive(gateway, tenant, response_id) == 2
+    record = await _record(gateway, tenant, response_id)
+    assert check_stream(await _log(gateway, tenant, response_id)) == record
+    assert [name for name, _ in calc.log.calls] == ["add", "divide"]  # none ran twice
+    return record
+
+
 async def test_a_worker_killed_after_recording_a_tool_result_never_runs_it_again(
     gateway: Gateway,
     upstream: ScriptedUpstream,
@@ -158,25 +191,10 @@ async def test_a_worker_killed_after_recording_a_tool_result_never_runs_it_again
     tenant: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _multi_step(upstream)
-    calc.log.clear()
-    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
-    store = gateway.store
-    recorded = store.journal_finish
-    deaths: list[str] = []
-
-    async def record_then_die(tenant: str, response_id: str, key: str, outcome: Any) -> None:
-        await recorded(tenant, response_id, key, outcome)
-        if not deaths:
-            deaths.append(key)
-            raise Crash(key)
-
-    monkeypatch.setattr(store, "journal_finish", record_then_die)
-    assert await _drive(gateway, tenant, response_id) == 2
-    record = await _record(gateway, tenant, response_id)
+    record = await _queue_and_die_at_first_tool_outcome(
+        gateway, upstream, calc, tenant, monkeypatch, recorded=True
+    )
     assert _shape(record["output"]) == EXPECTED
-    assert [name for name, _ in calc.log.calls] == ["add", "divide"]
-    assert check_stream(await _log(gateway, tenant, response_id)) == record
 
 
 async def test_a_call_whose_result_was_lost_fails_honestly_instead_of_running_twice(
@@ -186,22 +204,9 @@ async def test_a_call_whose_result_was_lost_fails_honestly_instead_of_running_tw
     tenant: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _multi_step(upstream)
-    calc.log.clear()
-    response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
-    store = gateway.store
-    recorded = store.journal_finish
-    deaths: list[str] = []
-
-    async def die_before_recording(tenant: str, response_id: str, key: str, outcome: Any) -> None:
-        if not deaths:
-            deaths.append(key)
-            raise Crash(key)
-        await recorded(tenant, response_id, key, outcome)
-
-    monkeypatch.setattr(store, "journal_finish", die_before_recording)
-    assert await _drive(gateway, tenant, response_id) == 2
-    record = await _record(gateway, tenant, response_id)
+    record = await _queue_and_die_at_first_tool_outcome(
+        gateway, upstream, calc, tenant, monkeypatch, recorded=False
+    )
     add = record["output"][1]
     assert (add["name"], add["status"], add["error"], add.get("output")) == (
         "add",
@@ -209,7 +214,6 @@ async def test_a_call_whose_result_was_lost_fails_honestly_instead_of_running_tw
         INTERRUPTED,
         None,
     )
-    assert [name for name, _ in calc.log.calls] == ["add", "divide"]  # add ran once, not twice
     assert _shape(record["output"])[2:] == EXPECTED[2:]
 
 

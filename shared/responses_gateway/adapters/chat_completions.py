@@ -55,6 +55,7 @@ __all__ = [
     "chat_status_error",
     "chat_stream_error",
     "chat_usage",
+    "parse_chunk",
     "to_chat_request",
 ]
 
@@ -317,6 +318,29 @@ def chat_stream_error(error: Any, raw: str) -> UpstreamStatusError | UpstreamPro
     return UpstreamProtocolError(fields.message or fallback, code=fields.code)
 
 
+def parse_chunk(data: str) -> dict[str, Any] | None:
+    """One ``data:`` payload of an OpenAI-style completions stream as its chunk object; None at
+    ``[DONE]``.
+
+    Raises:
+        UpstreamProtocolError: invalid JSON, or a chunk that is no object.
+        UpstreamStatusError: the chunk reports an error (with an HTTP status).
+    """
+    if data.strip() == "[DONE]":
+        return None
+    try:
+        chunk = loads_json(data)
+    except ValueError as exc:
+        raise UpstreamProtocolError(
+            f"The upstream model sent invalid JSON in its stream: {data[:200]!r}"
+        ) from exc
+    if not isinstance(chunk, dict):
+        raise UpstreamProtocolError("The upstream model sent a stream chunk that is no object.")
+    if chunk.get("error") is not None:
+        raise chat_stream_error(chunk["error"], data)
+    return chunk
+
+
 def _int(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
@@ -377,19 +401,10 @@ class _ChatStream:
         if not data.strip():
             return False
         self.decoded = True
-        if data.strip() == "[DONE]":
+        chunk = parse_chunk(data)
+        if chunk is None:
             self.flush()
             return True
-        try:
-            chunk = loads_json(data)
-        except ValueError as exc:
-            raise UpstreamProtocolError(
-                f"The upstream model sent invalid JSON in its stream: {data[:200]!r}"
-            ) from exc
-        if not isinstance(chunk, dict):
-            raise UpstreamProtocolError("The upstream model sent a stream chunk that is no object.")
-        if chunk.get("error") is not None:
-            raise chat_stream_error(chunk["error"], data)
         if isinstance(chunk.get("usage"), dict):
             self._usage = chat_usage(chunk["usage"])
         for choice in chunk.get("choices") or []:

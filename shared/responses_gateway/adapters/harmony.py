@@ -53,10 +53,10 @@ from responses_gateway._vocab import harmony_encoding
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.chat_completions import (
     chat_status_error,
-    chat_stream_error,
     chat_usage,
+    parse_chunk,
 )
-from responses_gateway.adapters.wire import EndpointAdapter, loads_json, read_event_stream
+from responses_gateway.adapters.wire import EndpointAdapter, read_event_stream
 from responses_gateway.errors import InvalidRequestError, UpstreamProtocolError
 from responses_gateway.loop.output import (
     FunctionCallWriter,
@@ -384,18 +384,9 @@ class _HarmonyStream:
         if not data.strip():
             return False
         self.decoded = True
-        if data.strip() == "[DONE]":
+        chunk = parse_chunk(data)
+        if chunk is None:
             return True
-        try:
-            chunk = loads_json(data)
-        except ValueError as exc:
-            raise UpstreamProtocolError(
-                f"The upstream model sent invalid JSON in its stream: {data[:200]!r}"
-            ) from exc
-        if not isinstance(chunk, dict):
-            raise UpstreamProtocolError("The upstream model sent a stream chunk that is no object.")
-        if chunk.get("error") is not None:
-            raise chat_stream_error(chunk["error"], data)
         if isinstance(chunk.get("usage"), dict):
             self._usage = chat_usage(chunk["usage"])
         for choice in chunk.get("choices") or []:
