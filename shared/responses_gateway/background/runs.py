@@ -89,20 +89,12 @@ def terminal_frame(
 
 async def start_background(gateway: Gateway, run: PreparedRun) -> dict[str, Any]:
     """Queue a ``background: true`` create and start its worker; returns the queued object."""
-    state, store, tenant = run.state, gateway.store, run.tenant
-    state.status = "queued"
-    queued = render_response(state)
+    run.state.status = "queued"
+    queued = render_response(run.state)
     frames: list[bytes] = []
     sink = SSESink(frames.append, include_obfuscation=run.include_obfuscation)
     sink.emit(ResponseStarted(queued))  # response.created + response.queued
-    checkpoint = Checkpoint(tenant, state.response_id, 0, len(frames), state.to_json(), run.run)
-    logged = [f.decode() for f in frames] if run.stream else []  # nobody can stream it else
-    await asyncio.gather(  # a new id: nothing else writes these yet, so in parallel
-        store.put_checkpoint(checkpoint, expected_version=None),
-        store.append_events(tenant, state.response_id, 0, logged),
-        _write_record(gateway, tenant, run.run, queued),
-    )
-    await _launch(gateway, tenant, state.response_id, run.run)
+    await _enter(gateway, run, [f.decode() for f in frames], queued)
     return queued
 
 
@@ -112,18 +104,25 @@ async def hand_over(gateway: Gateway, run: PreparedRun, logged: list[bytes]) -> 
     ``logged`` holds the frames already sent to a streaming client (empty for a buffered one):
     they become the start of the log. Returns the ``in_progress`` Response object.
     """
-    state, store, tenant = run.state, gateway.store, run.tenant
-    frames = [f.decode() for f in logged]
-    if frames:
-        await store.append_events(tenant, state.response_id, 0, frames)
-    await store.put_checkpoint(
-        Checkpoint(tenant, state.response_id, 0, len(frames), state.to_json(), run.run),
-        expected_version=None,
-    )
-    current = render_response(state)
-    await _write_record(gateway, tenant, run.run, current)
-    await _launch(gateway, tenant, state.response_id, run.run)
+    current = render_response(run.state)
+    await _enter(gateway, run, [f.decode() for f in logged], current)
     return current
+
+
+async def _enter(
+    gateway: Gateway, run: PreparedRun, frames: list[str], response: dict[str, Any]
+) -> None:
+    """Put a run in the worker's hands: its checkpoint (the next event numbered after
+    ``frames``), ``frames`` as the start of its log (when it can be streamed again), and its
+    record as ``response``; then start the worker."""
+    state, store, tenant = run.state, gateway.store, run.tenant
+    checkpoint = Checkpoint(tenant, state.response_id, 0, len(frames), state.to_json(), run.run)
+    await asyncio.gather(  # a new checkpoint: nothing else writes these yet, so in parallel
+        store.put_checkpoint(checkpoint, expected_version=None),
+        store.append_events(tenant, state.response_id, 0, frames if run.stream else []),
+        _write_record(gateway, tenant, run.run, response),
+    )
+    await _launch(gateway, tenant, state.response_id, run.run)
 
 
 async def _write_record(
@@ -188,14 +187,26 @@ async def end_run(
 ) -> dict[str, Any] | None:
     """End a run from its latest checkpoint with ``outcome``; returns the Response object as it
     ended (possibly another ending that won the claim), or None when there is no checkpoint."""
+    ended, _ = await _end(gateway, tenant, response_id, outcome, error)
+    return ended
+
+
+async def _end(
+    gateway: Gateway,
+    tenant: str,
+    response_id: str,
+    outcome: str,
+    error: dict[str, Any] | None,
+) -> tuple[dict[str, Any] | None, Checkpoint | None]:
+    """:func:`end_run`, also returning the checkpoint it ended from."""
     store = gateway.store
     checkpoint = await store.get_checkpoint(tenant, response_id)
     if checkpoint is None:
-        return None
+        return None, None
     existing = await store.get_terminal(tenant, response_id)
     if existing is not None:
         await settle(gateway, tenant, response_id, existing, checkpoint.run)
-        return existing.response
+        return existing.response, checkpoint
     state = LoopState.from_json(checkpoint.state)
     closed = []
     for index, item in enumerate(state.output):  # nothing runs any more: close what is open
@@ -214,10 +225,26 @@ async def end_run(
     claim = Terminal(seq, terminal_frame(response, seq, closed), response)
     winner = await store.claim_terminal(tenant, response_id, claim)
     if winner is not None and winner.frame != claim.frame:  # another ending won
-        return winner.response
+        return winner.response, checkpoint
     gateway.notifier.notify(tenant, response_id)
     await gateway.persister_for(tenant, checkpoint.run)(state, response)
-    return response
+    return response, checkpoint
+
+
+async def _cancel(gateway: Gateway, tenant: str, response_id: str) -> dict[str, Any] | None:
+    """Flag the run cancelled (its worker starts nothing more), end it ``cancelled`` and stop
+    its execution; None when it has no checkpoint (nothing runs it)."""
+    if not await gateway.store.request_cancel(tenant, response_id):
+        return None
+    ended, checkpoint = await _end(gateway, tenant, response_id, "cancelled", None)
+    if gateway.launcher is None or checkpoint is None or (ended or {}).get("status") != "cancelled":
+        return ended
+    generation = int(checkpoint.run.get("generation") or 0)
+    try:
+        await gateway.launcher.stop(tenant, response_id, generation)
+    except Exception as error:  # the worker stops at its next boundary anyway
+        _log.warning("could not stop the execution of %s: %r", response_id, error)
+    return ended
 
 
 async def cancel_run(gateway: Gateway, record: StoredResponse) -> dict[str, Any]:
@@ -227,45 +254,28 @@ async def cancel_run(gateway: Gateway, record: StoredResponse) -> dict[str, Any]
         InvalidRequestError: the response never ran in the background.
     """
     store, tenant = gateway.store, record.tenant
-    checkpoint = None
-    if not record.response.get("background"):
-        checkpoint = await store.get_checkpoint(tenant, record.id)  # a foreground hand-over?
-        if checkpoint is None:
-            raise InvalidRequestError(
-                "Only responses created with background=true can be cancelled.",
-                param="response_id",
-                code="invalid_value",
-            )
+    # A foreground response that continued in the worker has a checkpoint.
+    ran_in_background = record.response.get("background") or await store.get_checkpoint(
+        tenant, record.id
+    )
+    if not ran_in_background:
+        raise InvalidRequestError(
+            "Only responses created with background=true can be cancelled.",
+            param="response_id",
+            code="invalid_value",
+        )
     if record.status in _ENDED:
         return record.response
     terminal = await store.get_terminal(tenant, record.id)
     if terminal is not None:
         return terminal.response
-    await store.request_cancel(tenant, record.id)
-    ended = await end_run(gateway, tenant, record.id, "cancelled")
-    if ended is None:  # a record without a checkpoint: nothing runs it
-        return record.response
-    if gateway.launcher is not None and ended.get("status") == "cancelled":
-        checkpoint = checkpoint or await store.get_checkpoint(tenant, record.id)
-        generation = int((checkpoint.run if checkpoint else {}).get("generation") or 0)
-        try:
-            await gateway.launcher.stop(tenant, record.id, generation)
-        except Exception as error:  # the worker stops at its next boundary anyway
-            _log.warning("could not stop the execution of %s: %r", record.id, error)
-    return ended
+    return await _cancel(gateway, tenant, record.id) or record.response
 
 
 async def cancel_handed_over(gateway: Gateway, tenant: str, response_id: str) -> None:
     """The client of a foreground response that was handed over went away: cancel it, as a
     foreground response is cancelled by terminating its connection."""
-    if not await gateway.store.request_cancel(tenant, response_id):
-        return
-    ended = await end_run(gateway, tenant, response_id, "cancelled")
-    if gateway.launcher is not None and ended is not None and ended.get("status") == "cancelled":
-        try:
-            await gateway.launcher.stop(tenant, response_id, 0)
-        except Exception as error:  # the worker stops at its next boundary anyway
-            _log.warning("could not stop the execution of %s: %r", response_id, error)
+    await _cancel(gateway, tenant, response_id)
 
 
 async def end_if_lost(
