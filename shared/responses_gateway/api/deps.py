@@ -1,4 +1,5 @@
-"""Per-request dependencies shared by the routers: the service, the tenant, paging parameters.
+"""Per-request dependencies shared by the routers: the service, the tenant, paging parameters,
+and when a create must let go of its loop (:class:`Timing`, from the invocation's deadline).
 
 Owns how a route asks for its tenant (the rule itself lives in :mod:`responses_gateway.tenancy`)
 and how list endpoints read ``after``/``limit``/``order`` (with OpenAI-style 400s) and shape their
@@ -10,21 +11,22 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from fastapi import Request
 
 from responses_gateway.errors import InvalidRequestError
-from responses_gateway.service import Gateway
-from responses_gateway.tenancy import LOCAL_TENANT, TRUST_ENV, TenancyPolicy, current_policy
-
-if TYPE_CHECKING:
-    from responses_gateway.api.streaming import Timing
+from responses_gateway.loop.state import Finish, LoopState
+from responses_gateway.service import Gateway, PreparedRun
+from responses_gateway.tenancy import LOCAL_TENANT, TenancyPolicy, current_policy
 
 __all__ = [
     "LOCAL_TENANT",
+    "NO_LIMITS",
     "Page",
+    "Timing",
     "gateway_of",
     "invocation_deadline",
     "list_object",
@@ -58,10 +60,34 @@ def tenant_of(request: Request) -> str:
     Raises:
         AuthenticationError: the request carries no valid API key (401 ``invalid_api_key``).
     """
+    return _policy(request).resolve(event=request.scope.get("aws.event"), headers=request.headers)
+
+
+def _policy(request: Request) -> TenancyPolicy:
     policy = getattr(request.app.state, "tenancy", None)
-    if not isinstance(policy, TenancyPolicy):
-        policy = current_policy()
-    return policy.resolve(event=request.scope.get("aws.event"), headers=request.headers)
+    return policy if isinstance(policy, TenancyPolicy) else current_policy()
+
+
+@dataclass(frozen=True, slots=True)
+class Timing:
+    """When a foreground request must let go (wall-clock seconds, ``time.time()``)."""
+
+    hand_over_at: float | None = None
+    """After this, the loop hands over to the worker at its next action boundary."""
+    stream_until: float | None = None
+    """After this, a stream following the log ends (the invocation's own deadline, minus a
+    margin); the client resumes with ``starting_after``."""
+
+    def pause(self, run: PreparedRun) -> Callable[[LoopState], bool] | None:
+        """The loop's ``pause`` for ``run``: past the hand-over time, before any action but the
+        last (finishing costs nothing; handing it over would)."""
+        deadline = self.hand_over_at
+        if deadline is None or not run.movable:
+            return None
+        return lambda state: not isinstance(state.next_action, Finish) and time.time() >= deadline
+
+
+NO_LIMITS = Timing()
 
 
 def invocation_deadline(request: Request) -> float | None:
@@ -72,7 +98,7 @@ def invocation_deadline(request: Request) -> float | None:
     remaining = getattr(context, "get_remaining_time_in_millis", None)
     if callable(remaining):
         return time.time() + float(remaining()) / 1000
-    if os.environ.get(TRUST_ENV, "").strip().lower() not in ("1", "true", "yes"):
+    if not _policy(request).trust_lambda_context:
         return None
     raw = request.headers.get(LAMBDA_CONTEXT_HEADER)
     if not raw:
@@ -87,8 +113,6 @@ def invocation_deadline(request: Request) -> float | None:
 def timing_of(request: Request) -> Timing:
     """When a create served by ``request`` hands over to the worker and when its streams end:
     the invocation's deadline minus margins, and the gateway's ``foreground_budget``."""
-    from responses_gateway.api.streaming import Timing
-
     deadline = invocation_deadline(request)
     hand_over_at = stream_until = None
     if deadline is not None:

@@ -19,44 +19,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
+from responses_gateway.api.deps import NO_LIMITS, Timing
 from responses_gateway.background.log import follow
 from responses_gateway.background.runs import cancel_handed_over, hand_over
 from responses_gateway.loop import NullSink, run_loop
 from responses_gateway.loop.events import ItemStarted, LoopEvent, Sink
-from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.service import Gateway, PreparedRun
 from responses_gateway.sinks.sse import SSESink
 
-__all__ = ["Timing", "run_buffered", "run_streamed", "stream_log"]
+__all__ = ["run_buffered", "run_streamed", "stream_log"]
 
-
-@dataclass(frozen=True, slots=True)
-class Timing:
-    """When a foreground request must let go (wall-clock seconds, ``time.time()``)."""
-
-    hand_over_at: float | None = None
-    """After this, the loop hands over to the worker at its next action boundary."""
-    stream_until: float | None = None
-    """After this, a stream following the log ends (the invocation's own deadline, minus a
-    margin); the client resumes with ``starting_after``."""
-
-    def pause(self, run: PreparedRun) -> Callable[[LoopState], bool] | None:
-        """The loop's ``pause`` for ``run``: past the hand-over time, before any action but the
-        last (finishing costs nothing; handing it over would)."""
-        deadline = self.hand_over_at
-        if deadline is None or not run.movable:
-            return None
-        return lambda state: not isinstance(state.next_action, Finish) and time.time() >= deadline
-
-
-NO_LIMITS = Timing()
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
