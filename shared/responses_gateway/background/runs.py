@@ -41,6 +41,7 @@ __all__ = [
     "WORKER_LOST",
     "cancel_handed_over",
     "cancel_run",
+    "commit_ending",
     "end_if_lost",
     "end_run",
     "max_seconds",
@@ -223,12 +224,26 @@ async def _end(
     # that saw some live gets the terminal next, with a lower number.
     seq = checkpoint.seq
     claim = Terminal(seq, terminal_frame(response, seq, closed), response)
-    winner = await store.claim_terminal(tenant, response_id, claim)
+    ended = await commit_ending(gateway, tenant, response_id, claim, state, checkpoint.run)
+    return ended, checkpoint
+
+
+async def commit_ending(
+    gateway: Gateway,
+    tenant: str,
+    response_id: str,
+    claim: Terminal,
+    state: LoopState,
+    run: dict[str, Any],
+) -> dict[str, Any]:
+    """Claim the run's ending; if this claim won (or is ours, retried), wake its followers and
+    write its record. Returns the Response object the run ended with."""
+    winner = await gateway.store.claim_terminal(tenant, response_id, claim)
     if winner is not None and winner.frame != claim.frame:  # another ending won
-        return winner.response, checkpoint
+        return winner.response
     gateway.notifier.notify(tenant, response_id)
-    await gateway.persister_for(tenant, checkpoint.run)(state, response)
-    return response, checkpoint
+    await gateway.persister_for(tenant, run)(state, claim.response)
+    return claim.response
 
 
 async def _cancel(gateway: Gateway, tenant: str, response_id: str) -> dict[str, Any] | None:

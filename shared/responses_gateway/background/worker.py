@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from responses_gateway.background.journal import JournaledTools
 from responses_gateway.background.log import EventLog
-from responses_gateway.background.runs import end_run, settle
+from responses_gateway.background.runs import commit_ending, end_run, settle
 from responses_gateway.loop.driver import step
 from responses_gateway.loop.state import ExecuteTools, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS
@@ -86,9 +86,11 @@ async def run_worker(
     if checkpoint.cancel_requested:  # a cancel that did not get to end the run
         await end_run(gateway, tenant, response_id, "cancelled")
         return "done"
-    # Events a crashed invocation logged past the checkpoint: its action runs again. (Only once
-    # no terminal exists: the last action of an ended run logs past its last checkpoint.)
-    await store.truncate_events(tenant, response_id, checkpoint.seq)
+    keep = bool(checkpoint.run.get("stream"))  # only a response created streaming is logged
+    if keep:
+        # Events a crashed invocation logged past the checkpoint: its action runs again. (Only
+        # once no terminal exists: the last action of an ended run logs past its checkpoint.)
+        await store.truncate_events(tenant, response_id, checkpoint.seq)
     state = LoopState.from_json(checkpoint.state)
 
     def overdue() -> bool:
@@ -100,7 +102,6 @@ async def run_worker(
         state.status = "in_progress"
     run: dict[str, Any] = dict(checkpoint.run)
     run["generation"] = max(generation, int(run.get("generation") or 0))
-    keep = bool(run.get("stream"))  # only a response created streaming can be streamed again
     log = EventLog(store, tenant, response_id, checkpoint.seq, gateway.notifier, keep=keep)
     sink = SSESink(
         log.write,
@@ -127,10 +128,7 @@ async def run_worker(
                 frame = log.take_last()
                 await log.flush()
                 claim = Terminal(log.next_seq, frame, endings[-1])
-                winner = await store.claim_terminal(tenant, response_id, claim)
-                if winner is None or winner.frame == claim.frame:  # ours (a retried claim)
-                    gateway.notifier.notify(tenant, response_id)
-                    await gateway.persister_for(tenant, run)(state, endings[-1])
+                await commit_ending(gateway, tenant, response_id, claim, state, run)
                 return "done"
             await log.flush()
             try:
