@@ -28,13 +28,14 @@ tools are not here: the gateway runs them (:mod:`responses_gateway.gateway_tools
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from responses_gateway.errors import InvalidRequestError
-from responses_gateway.loop.tools import exposed_name
 
 __all__ = [
     "CALL_ITEM_TYPES",
@@ -48,6 +49,7 @@ __all__ = [
     "HostedPolicy",
     "ToolKind",
     "ToolView",
+    "exposed_name",
     "hosted_tools_without_backend",
     "item_id_prefix",
     "kind_of",
@@ -109,6 +111,24 @@ def _int_or_none(value: Any) -> int | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return int(value)
     return None
+
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def exposed_name(server_label: str, tool_name: str) -> str:
+    """The function name a gateway tool is shown to the model under: ``<label>__<tool>``.
+
+    Deterministic and collision-free: characters a function name cannot hold are replaced, and
+    whenever that (or the 64-character limit) changed anything, a hash of the exact pair is
+    appended, so two different pairs never share a name.
+    """
+    plain = f"{server_label}__{tool_name}"
+    safe = _UNSAFE.sub("_", plain)
+    if safe == plain and len(safe) <= 64:
+        return safe
+    digest = hashlib.sha256(f"{server_label}\0{tool_name}".encode()).hexdigest()[:8]
+    return f"{safe[:55]}_{digest}"
 
 
 # --------------------------------------------------------------------------- per-kind pieces
