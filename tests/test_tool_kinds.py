@@ -16,6 +16,8 @@ from responses_gateway.tool_kinds import (
     hosted_tools_without_backend,
     kind_of,
     lower_items,
+    runs_on_gateway,
+    search_tools,
     tool_view,
 )
 
@@ -283,3 +285,48 @@ def test_unknown_tool_type_on_a_function_wire_is_a_400_naming_it() -> None:
         hosted_tools_without_backend([{"type": "quantum_oracle"}], "chat", "omit")
 
     assert error.value.param == "tools[0].type"
+
+
+def test_server_tool_search_call_runs_on_the_gateway_and_a_client_one_does_not() -> None:
+    server = tool_view([{"type": "tool_search"}], [], "auto", "chat").calls["tool_search"]
+    client = tool_view([{"type": "tool_search", "execution": "client"}], [], "auto", "chat")
+
+    assert runs_on_gateway({**server.item('{"query": "x"}'), "status": "in_progress"})
+    assert not runs_on_gateway(client.calls["tool_search"].item('{"query": "x"}'))
+    assert not runs_on_gateway({"type": "tool_search_output", "execution": "server"})
+
+
+def test_search_tools_ranks_deferred_tools_by_shared_words_and_keeps_namespaces() -> None:
+    deferred = {
+        "type": "namespace",
+        "name": "agents",
+        "description": "Agents.",
+        "tools": [
+            {"type": "function", "name": "spawn_agent", "defer_loading": True},
+            {
+                "type": "function",
+                "name": "close_agent",
+                "description": "Close.",
+                "defer_loading": True,
+            },
+            {"type": "function", "name": "visible"},
+        ],
+    }
+    loose = {"type": "function", "name": "close_file", "defer_loading": True}
+    extra = {"type": "additional_tools", "tools": [loose]}
+
+    found = search_tools([deferred], [extra], {"query": "close agent"})
+    best = search_tools([deferred], [extra], {"query": "close agent", "limit": 1})
+
+    close = {"type": "function", "name": "close_agent", "description": "Close."}
+    assert found == [
+        {
+            "type": "namespace",
+            "name": "agents",
+            "description": "Agents.",
+            "tools": [close, {"type": "function", "name": "spawn_agent"}],
+        },
+        {"type": "function", "name": "close_file"},
+    ]
+    assert best == [{**found[0], "tools": [close]}]
+    assert search_tools([deferred], [], {"query": "nothing matches"}) == []
