@@ -108,3 +108,21 @@ def test_provider_repr_never_shows_the_key() -> None:
 def test_parse_config_invalid_raises_config_error(providers: list[object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config({"providers": providers})
+
+
+def test_hosted_tools_policy_defaults_to_omit_and_accepts_reject() -> None:
+    base = {"name": "p", "base_url": "http://x/v1"}
+    omit = parse_config({"providers": [base]}).providers[0]
+    reject = parse_config({"providers": [{**base, "hosted_tools": "reject"}]}).providers[0]
+
+    assert (omit.hosted_tools, reject.hosted_tools) == ("omit", "reject")
+    with pytest.raises(ConfigError, match="hosted_tools must be 'omit' or 'reject'"):
+        parse_config({"providers": [{**base, "hosted_tools": "drop"}]})
+
+
+def test_upstream_hosted_tools_variable_sets_the_single_provider_policy() -> None:
+    env = {"UPSTREAM_BASE_URL": "http://x/v1", "UPSTREAM_HOSTED_TOOLS": "reject"}
+
+    config = load_config(env)
+
+    assert config is not None and config.providers[0].hosted_tools == "reject"
