@@ -69,6 +69,12 @@ class Provider:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = 600.0
     """Seconds to wait for upstream bytes (read timeout)."""
+    context_window: int | None = None
+    """The context window (tokens) of every model of this provider, when the operator knows it."""
+    context_windows: Mapping[str, int] = field(default_factory=dict)
+    """Context windows of single models (upstream names); they win over ``context_window``.
+    Models with neither are looked up in the upstream's ``/models`` (see
+    :mod:`responses_gateway.context.windows`)."""
 
     @property
     def catch_all(self) -> bool:
@@ -196,7 +202,28 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         default=bool(raw.get("default", False)),
         headers={str(k): str(v) for k, v in headers.items()},
         timeout=float(raw.get("timeout", 600.0)),
+        context_window=_window(raw.get("context_window"), name),
+        context_windows={
+            str(model): _window(size, name) or 0
+            for model, size in _table(raw.get("context_windows"), "context_windows", name).items()
+        },
     )
+
+
+def _table(value: Any, key: str, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"provider {name!r}: {key} must be a table")
+    return value
+
+
+def _window(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"provider {name!r}: a context window must be a positive integer")
+    return value
 
 
 def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> GatewayConfig:

@@ -21,9 +21,13 @@ from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.background.log import LogNotifier
 from responses_gateway.background.records import UNFINISHED, current_response
-from responses_gateway.config import GatewayConfig
+from responses_gateway.config import GatewayConfig, Provider
+from responses_gateway.context.meter import ContextMeter
+from responses_gateway.context.tokens import TokenCounter
+from responses_gateway.context.windows import WindowDirectory
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
+from responses_gateway.loop.compaction import expand_compactions, from_last_compaction
 from responses_gateway.loop.driver import LoopContext, decide_start
 from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
@@ -163,6 +167,10 @@ class Gateway:
         """Seconds a foreground loop may run before it hands over to the background worker
         (None: the invocation's own deadline, when the platform tells one)."""
         self.notifier = LogNotifier()
+        self.tokens = TokenCounter(client)
+        """Counts model calls' tokens (the upstream's tokenizer where it has one)."""
+        self.windows = WindowDirectory(client)
+        """Context windows per model (configuration, else the upstream's ``/models``)."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
@@ -176,6 +184,14 @@ class Gateway:
         if self._mcp_client is None:
             self._mcp_client = McpClient(self._mcp_policy)
         return McpToolRegistry(tools, self._mcp_client, context, self.config.mcp_servers)
+
+    def meter(
+        self, provider: Provider, request: dict[str, Any], compaction: dict[str, Any] | None
+    ) -> ContextMeter:
+        """The context meter of one response to ``provider``."""
+        return ContextMeter(
+            provider, self.tokens, self.windows, compaction=compaction, request=request
+        )
 
     def live_context(
         self, tenant: str, state: LoopState, run: dict[str, Any], *, persist: Any = None
@@ -194,6 +210,8 @@ class Gateway:
             tools=self._gateway_tools(tools, [*state.control_items, *state.output]),
             max_tool_calls=self.max_tool_calls,
             persist=persist if persist is not None else self.persister_for(tenant, run),
+            meter=self.meter(provider, state.request, run.get("compaction")),
+            tenant=tenant,
         )
 
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
@@ -259,6 +277,20 @@ class Gateway:
         )
         prepared = prepare_input(request_input(request), context_ids=context.item_ids)
         approved = plan_approvals(context.history, prepared.items)
+        adapter = make_adapter(provider, self.client, self.latch)
+        transcript = expand_compactions(
+            to_model_items(from_last_compaction(context.history) + prepared.items),
+            tenant=tenant,
+            wire=adapter.wire,
+        )
+        compaction = next(
+            (
+                entry.model_dump(mode="json", exclude_none=True)
+                for entry in request.context_management or []
+                if entry.type == "compaction"
+            ),
+            None,
+        )
         if not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
                 "Missing required parameter: 'input'.",
@@ -271,20 +303,22 @@ class Gateway:
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
-            upstream_input=to_model_items(context.history + prepared.items),
+            upstream_input=transcript,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
-            next_action=decide_start(approved),
+            next_action=decide_start(approved, transcript),
         )
         ctx = LoopContext(
-            adapter=make_adapter(provider, self.client, self.latch),
+            adapter=adapter,
             upstream_model=upstream_model,
             tools=self._gateway_tools(
                 list(request.tools or []), [*context.history, *prepared.items]
             ),
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(tenant, prepared.items, context, request.store is not False),
+            tenant=tenant,
         )
+        ctx.meter = self.meter(provider, state.request, compaction)
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
@@ -304,6 +338,7 @@ class Gateway:
             "stream": bool(request.stream),
             "include_obfuscation": include_obfuscation,
             "generation": 0,
+            "compaction": compaction,
         }
         return PreparedRun(
             state=state,
