@@ -113,6 +113,15 @@ def _carries_secrets(request: CreateResponseRequest) -> bool:
     )
 
 
+def _last_compacted(records: list[StoredResponse]) -> int:
+    """The index of the last record holding a ``compaction`` item (0 when none does)."""
+    for index in range(len(records) - 1, 0, -1):
+        record = records[index]
+        if any(i.get("type") == "compaction" for i in [*record.input_items, *record.output]):
+            return index
+    return 0
+
+
 def _reject_unsupported(request: CreateResponseRequest) -> None:
     if request.background and request.store is False:
         raise InvalidRequestError(
@@ -227,8 +236,11 @@ class Gateway:
         """The items a request continues, read with strongly consistent reads.
 
         A chain is read in a bounded number of round trips: the previous response names all its
-        ancestors, which are fetched together. Ancestors that expired or were deleted drop out of
-        the front of the history; the previous response itself must exist.
+        ancestors, which are fetched together. A chain holding a ``compaction`` item starts from
+        the response that holds it (the chain stored with the new response too, so a long
+        compacted chain is not read again from its start on every turn). Ancestors that expired
+        or were deleted drop out of the front of the history; the previous response itself must
+        exist.
         """
         if previous_response_id:
             previous = await self.store.get_response(tenant, previous_response_id)
@@ -244,11 +256,17 @@ class Gateway:
                         code="previous_response_in_progress",
                     )
             ancestors = await self.store.get_responses(tenant, previous.chain)
+            records = [*ancestors, previous]
+            chain = [*previous.chain, previous.id]
+            start = _last_compacted(records)
+            if start:  # what came before the compaction is summarized: later turns skip it
+                records = records[start:]
+                chain = [record.id for record in records]
             history: list[dict[str, Any]] = []
-            for record in [*ancestors, previous]:
+            for record in records:
                 history += record.input_items
                 history += record.output
-            return Context(history=history, chain=[*previous.chain, previous.id])
+            return Context(history=history, chain=chain)
         conversation_id = _conversation_id(conversation)
         if conversation_id:
             if await self.store.get_conversation(tenant, conversation_id) is None:
