@@ -414,3 +414,51 @@ def test_chain_of_200_turns_stays_under_a_small_window(
     assert compactions >= 5
     assert len(calls) == 200 + compactions
     assert max(_prompt_tokens(call) for call in calls) <= WINDOW
+
+
+# -- openai-agents: a long session with its Responses compaction support -------------------------
+
+
+async def test_agents_long_session_compacts_through_the_gateway(
+    small_gateway: RunningServer, upstream: ScriptedUpstream
+) -> None:
+    from agents import (
+        Agent,
+        OpenAIResponsesCompactionSession,
+        OpenAIResponsesModel,
+        RunConfig,
+        Runner,
+        SQLiteSession,
+    )
+    from openai import AsyncOpenAI
+
+    def answer(body: dict[str, Any], kind: Any) -> Turn:
+        if _is_summary_request(body, "chat"):
+            return Turn(text="The user sent numbered notes; each was acknowledged.")
+        return Turn(text="Acknowledged.")
+
+    upstream.push(*([answer] * 80))
+    client = AsyncOpenAI(base_url=f"{small_gateway.url}/v1", api_key="sk-client", max_retries=0)
+    agent = Agent(
+        name="notes",
+        instructions="Acknowledge notes.",
+        model=OpenAIResponsesModel(model="gpt-4.1", openai_client=client),
+    )
+    session = OpenAIResponsesCompactionSession(
+        "notes", SQLiteSession("notes"), client=client, model="gpt-4.1"
+    )
+    for turn in range(25):
+        result = await Runner.run(
+            agent,
+            f"Note {turn}: remember it.",
+            session=session,
+            run_config=RunConfig(tracing_disabled=True),
+        )
+        assert result.final_output == "Acknowledged."
+
+    items = await session.get_items()
+    assert any(item.get("type") == "compaction" for item in items)  # type: ignore[union-attr]
+    summaries = [r for r in _model_calls(upstream) if _is_summary_request(r.json, "chat")]
+    assert len(summaries) >= 2
+    last = _sent_text(_model_calls(upstream)[-1])
+    assert "The user sent numbered notes" in last and "Note 0:" not in last
