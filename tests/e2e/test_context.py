@@ -462,3 +462,13 @@ async def test_agents_long_session_compacts_through_the_gateway(
     assert len(summaries) >= 2
     last = _sent_text(_model_calls(upstream)[-1])
     assert "The user sent numbered notes" in last and "Note 0:" not in last
+
+
+def test_truncation_disabled_streamed_is_a_real_400_too(
+    small_gateway: RunningServer, upstream: ScriptedUpstream
+) -> None:
+    body = {"model": SMALL["chat"], "input": _long_input(), "stream": True}
+    answer = httpx.post(f"{small_gateway.url}/v1/responses", json=body, timeout=30)
+    assert answer.status_code == 400
+    assert answer.json()["error"]["code"] == "context_length_exceeded"
+    assert _model_calls(upstream) == []
