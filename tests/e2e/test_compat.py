@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-import zstandard
+from backports import zstd
 
 from responses_gateway.store.base import StoredResponse
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
@@ -146,7 +146,7 @@ def test_codex_requests_are_accepted_over_the_other_wires(
 
 @pytest.mark.parametrize(
     ("encoding", "compress"),
-    [("gzip", gzip.compress), ("zstd", zstandard.ZstdCompressor().compress)],
+    [("gzip", gzip.compress), ("zstd", zstd.compress)],
 )
 def test_compressed_bodies_are_accepted(
     http: httpx.Client, upstream: ScriptedUpstream, encoding: str, compress: Any
@@ -349,6 +349,32 @@ def test_item_references_resolve_from_the_store_in_one_read(
     ]
     items = client.responses.input_items.list(second.id)
     assert [i.id for i in items.data][::-1][1:4] == ids
+
+
+def test_item_reference_outside_the_chain_resolves_with_previous_response_id(
+    client: openai.OpenAI, upstream: ScriptedUpstream, stack: Stack
+) -> None:
+    assert stack.store is not None
+    upstream.push(Turn(text="Elsewhere."), Turn(text="Chain start."), Turn(text="Both seen."))
+    elsewhere = client.responses.create(model=MODELS["chat"], input="Unrelated")
+    start = client.responses.create(model=MODELS["chat"], input="Begin")
+    stack.store.meter.reset()
+    client.responses.create(
+        model=MODELS["chat"],
+        previous_response_id=start.id,
+        input=[
+            {"type": "item_reference", "id": start.output[0].id},  # in the chain: dropped
+            {"type": "item_reference", "id": elsewhere.output[0].id},  # from the index
+            {"type": "message", "role": "user", "content": "Go on"},
+        ],
+    )
+    assert stack.store.meter.snapshot()["get_items"].round_trips == 1
+    assert upstream.model_requests()[-1].json["messages"] == [
+        {"role": "user", "content": "Begin"},
+        {"role": "assistant", "content": "Chain start."},
+        {"role": "assistant", "content": "Elsewhere."},
+        {"role": "user", "content": "Go on"},
+    ]
 
 
 def _reference_error(client: openai.OpenAI, item_id: str) -> dict[str, Any]:

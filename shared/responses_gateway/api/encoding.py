@@ -4,17 +4,21 @@ Owns reading a request body and undoing its content codings (in the reverse orde
 applied), with a cap on the decoded size: a body that would decode past
 :data:`MAX_DECODED_BYTES` (``GATEWAY_MAX_BODY_BYTES``) is a 413 envelope as soon as the cap is
 crossed (a decompression bomb costs the cap, never a stall or the memory it asks for); a coding
-we do not know is a 415 envelope; a body that does not decode is a 400. ``zstandard`` is imported
-only for zstd bodies. It knows nothing about what the body means.
+we do not know is a 415 envelope; a body that does not decode is a 400. zstd uses the standard
+library's ``compression.zstd`` (Python 3.14+) or its backport ``backports.zstd`` (the ``zstd``
+extra), imported only for zstd bodies; where neither is installed (the default Lambda build, to
+stay within its size budget: ``ZSTD=1 sam build`` adds it), zstd is a 415 too. It knows nothing
+about what the body means.
 """
 
 from __future__ import annotations
 
 import asyncio
-import io
+import importlib
 import os
 import zlib
 from collections.abc import Callable
+from typing import Any
 
 from starlette.requests import Request
 
@@ -52,9 +56,9 @@ class UnsupportedEncodingError(InvalidRequestError):
 
     status_code = 415
 
-    def __init__(self, encoding: str) -> None:
+    def __init__(self, encoding: str, detail: str = "use gzip, deflate, zstd or identity") -> None:
         super().__init__(
-            f"Unsupported Content-Encoding '{encoding}': use gzip, deflate, zstd or identity.",
+            f"Unsupported Content-Encoding '{encoding}': {detail}.",
             code="unsupported_content_encoding",
         )
 
@@ -96,22 +100,36 @@ def _deflate(data: bytes, limit: int) -> bytes:
     return _zlib(data, limit, zlib.MAX_WBITS, "deflate")
 
 
-def _zstd(data: bytes, limit: int) -> bytes:
-    import zstandard
+def _zstd_module() -> Any:
+    for name in ("compression.zstd", "backports.zstd"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise UnsupportedEncodingError(
+        "zstd", "this deployment has no zstd decoder; use gzip or deflate"
+    )
 
+
+def _zstd(data: bytes, limit: int) -> bytes:
+    zstd = _zstd_module()
     out = bytearray()
+    pending = data
     try:
-        reader = zstandard.ZstdDecompressor().stream_reader(
-            io.BytesIO(data), read_across_frames=True
-        )
-        while True:
-            chunk = reader.read(_STEP)
-            if not chunk:
-                break
-            out += chunk
-            if len(out) > limit:
-                raise BodyTooLargeError(limit)
-    except zstandard.ZstdError:
+        while pending:  # one decompressor per frame
+            decoder = zstd.ZstdDecompressor()
+            chunk = pending
+            while True:
+                out += decoder.decompress(chunk, max_length=_STEP)
+                chunk = b""
+                if len(out) > limit:
+                    raise BodyTooLargeError(limit)
+                if decoder.eof:
+                    pending = decoder.unused_data
+                    break
+                if decoder.needs_input:  # the frame ends before its end: truncated
+                    raise _malformed("zstd")
+    except zstd.ZstdError:
         raise _malformed("zstd") from None
     return bytes(out)
 
