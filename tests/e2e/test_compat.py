@@ -123,6 +123,58 @@ def test_codex_view_image_output_becomes_a_tool_message_and_a_user_image(
     ]
 
 
+def test_fields_a_chat_server_would_reject_are_never_forwarded(
+    http: httpx.Client, upstream: ScriptedUpstream
+) -> None:
+    upstream.push(Turn(text="ok"))
+    body = {
+        "model": MODELS["chat"],
+        "stream": True,
+        "stream_options": {"include_obfuscation": False},
+        "client_metadata": {"session_id": "s"},
+        "prompt_cache_key": "k",
+        "prompt_cache_options": {"ttl": "1h"},
+        "safety_identifier": "u1",
+        "include": ENCRYPTED,
+        "reasoning": {"effort": "low", "context": "all_turns"},
+        "text": {"verbosity": "high"},
+        "some_future_field": {"x": 1},
+        "input": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Hi"}],
+                "internal_chat_message_metadata_passthrough": {"a": 1},
+            },
+            {
+                "type": "message",
+                "id": "msg_2",
+                "role": "assistant",
+                "status": "completed",
+                "content": [
+                    {"type": "output_text", "text": "Hello", "annotations": [], "logprobs": []}
+                ],
+            },
+            {"type": "message", "id": "msg_3", "role": "user", "content": "Again"},
+        ],
+    }
+    status, events = _post_sse(http, json.dumps(body).encode())
+    assert status == 200
+    check_stream(events)
+    assert upstream.model_requests()[-1].json == {
+        "model": MODELS["chat"],
+        "messages": [
+            {"role": "user", "content": "Hi"},
+            {"role": "assistant", "content": "Hello"},
+            {"role": "user", "content": "Again"},
+        ],
+        "reasoning_effort": "low",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+
+
 @pytest.mark.parametrize("wire", ["responses", "harmony"])
 def test_codex_requests_are_accepted_over_the_other_wires(
     http: httpx.Client, upstream: ScriptedUpstream, wire: str
