@@ -83,6 +83,11 @@ class Provider:
     """Context windows of single models (upstream names); they win over ``context_window``.
     Models with neither are looked up in the upstream's ``/models`` (see
     :mod:`responses_gateway.context.windows`)."""
+    send_reasoning_content: bool = False
+    """Chat wire: replay reasoning as ``reasoning_content`` on assistant messages (servers whose
+    templates render it: vLLM, SGLang, llama.cpp with reasoning parsers)."""
+    send_verbosity: bool = False
+    """Chat wire: send ``text.verbosity`` as ``verbosity`` (servers that accept it)."""
 
     @property
     def catch_all(self) -> bool:
@@ -249,6 +254,8 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
             str(model): _window(size, name) or 0
             for model, size in _table(raw.get("context_windows"), "context_windows", name).items()
         },
+        send_reasoning_content=_flag(raw, "send_reasoning_content", name),
+        send_verbosity=_flag(raw, "send_verbosity", name),
     )
 
 
@@ -265,6 +272,13 @@ def _window(value: Any, name: str) -> int | None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"provider {name!r}: a context window must be a positive integer")
+    return value
+
+
+def _flag(raw: Mapping[str, Any], key: str, name: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"provider {name!r}: {key} must be true or false")
     return value
 
 

@@ -53,6 +53,7 @@ __all__ = [
     "SealingConfigError",
     "configure",
     "keyring_from_env",
+    "looks_sealed",
     "parse_keys",
     "seal",
     "unseal",
@@ -270,6 +271,11 @@ def _aad(purpose: str, tenant: str, kid: str) -> bytes:
     return b"\x00".join(
         (_AAD_PREFIX, purpose.encode("utf-8"), tenant.encode("utf-8"), kid.encode("ascii"))
     )
+
+
+def looks_sealed(blob: object) -> bool:
+    """Whether ``blob`` has the shape of a sealed blob (says nothing about whether it opens)."""
+    return isinstance(blob, str) and blob.startswith(_VERSION + ".")
 
 
 def seal(purpose: str, payload: Mapping[str, Any], *, tenant: str) -> str:

@@ -34,8 +34,10 @@ from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
     plan_approvals,
     prepare_input,
+    reference_ids,
     to_model_items,
 )
+from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
 from responses_gateway.protocol.request import (
@@ -316,14 +318,23 @@ class Gateway:
                 code="unsupported_parameter",
             )
         provider, upstream_model = self.config.route(request.model)
+        raw_input = request_input(request)
+        opened = open_client_reasoning(raw_input, tenant)
         context = await self.load_context(
             tenant, request.previous_response_id, request.conversation
         )
-        prepared = prepare_input(request_input(request), context_ids=context.item_ids)
+        context_ids = context.item_ids
+        wanted = [i for i in reference_ids(raw_input) if i not in context_ids]
+        resolved = await self.store.get_items(tenant, wanted) if wanted else {}
+        prepared = prepare_input(raw_input, context_ids=context_ids, resolved=resolved)
         approved = plan_approvals(context.history, prepared.items)
         adapter = make_adapter(provider, self.client, self.latch)
         transcript = expand_compactions(
-            to_model_items(from_last_compaction(context.history) + prepared.items),
+            to_model_items(
+                restore_reasoning(
+                    from_last_compaction(context.history) + prepared.items, tenant, opened
+                )
+            ),
             tenant=tenant,
             wire=adapter.wire,
         )
@@ -352,7 +363,6 @@ class Gateway:
             + prepared.control_items,
             next_action=decide_start(approved, transcript),
         )
-        adapter = make_adapter(provider, self.client, self.latch)
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
         backends = self._backends(tool_dicts, adapter.wire)
         omitted = hosted_tools_without_backend(

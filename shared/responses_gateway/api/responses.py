@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
+from responses_gateway.api.encoding import read_body
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
@@ -52,7 +53,7 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 @router.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
-    run = await gateway.prepare(await request.body(), tenant_of(request))
+    run = await gateway.prepare(await read_body(request), tenant_of(request))
     timing = timing_of(request)
     if run.background:
         queued = await start_background(gateway, run)
@@ -92,7 +93,7 @@ async def count_input_tokens(request: Request) -> JSONResponse:
     from responses_gateway.compact import SOURCE_HEADER, count_input_tokens
 
     tenant = tenant_of(request)
-    data = parse_json(await request.body())
+    data = parse_json(await read_body(request))
     counted = await count_input_tokens(gateway_of(request), data, tenant)
     return JSONResponse(
         {"object": "response.input_tokens", "input_tokens": counted.tokens},
@@ -107,7 +108,7 @@ async def compact_conversation(request: Request) -> dict[str, Any]:
     from responses_gateway.compact import compact
 
     tenant = tenant_of(request)
-    data = parse_json(await request.body())
+    data = parse_json(await read_body(request))
     return await compact(gateway_of(request), data, tenant)
 
 

@@ -47,6 +47,7 @@ from responses_gateway.loop.events import (
 )
 from responses_gateway.loop.output import OutputWriter, snapshot
 from responses_gateway.loop.prepared import model_transcript
+from responses_gateway.loop.reasoning import ReasoningPolicy
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import (
     CallLlm,
@@ -129,7 +130,7 @@ class LoopContext:
     meter: ContextMeter | None = None
     """Limits and token counts of this response's model calls (None: no context checks)."""
     tenant: str = "local"
-    """Whose response this is (compaction items are sealed for it)."""
+    """Whose response this is (compaction items and reasoning are sealed for it)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
@@ -326,7 +327,8 @@ async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
 
 
 async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
-    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
+    policy = ReasoningPolicy.of(state.request, state.include, ctx.tenant, ctx.adapter.wire)
+    writer = ctx.writer = OutputWriter(state, sink, ctx.tools, policy)
     try:
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
