@@ -55,6 +55,7 @@ __all__ = [
     "HERE",
     "JS_DIR",
     "MODELS",
+    "UPSTREAM_KEY",
     "NODE_MODULES",
     "Stack",
     "gateway_config",
