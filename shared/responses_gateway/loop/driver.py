@@ -41,6 +41,7 @@ from responses_gateway.loop.state import (
     NextAction,
 )
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+from responses_gateway.tool_kinds import CLIENT_CALL_ITEM_TYPES, tool_view
 
 __all__ = [
     "LoopContext",
@@ -114,15 +115,19 @@ def tool_budget(state: LoopState, ctx: LoopContext) -> int:
 def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     """The next model call for ``state``: transcript, visible tools and the client's settings.
 
-    Once the tool budget is spent, the model is called with no tools at all, to answer.
+    The client's tools and the transcript are shown to the adapter's wire through the tool-kind
+    table (:func:`responses_gateway.tool_kinds.tool_view`): relayed on the Responses wire,
+    lowered to functions elsewhere. Once the tool budget is spent, the model is called with no
+    tools at all, to answer.
     """
     request = state.request
-    tools = [
-        {k: v for k, v in tool.items() if v is not None}
-        for tool in request.get("tools") or []
-        if tool.get("type") == "function"
+    declared = [
+        {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
-    tools += ctx.tools.model_tools()
+    view = tool_view(
+        declared, model_transcript(state), request.get("tool_choice"), ctx.adapter.wire
+    )
+    tools = view.tools + ctx.tools.model_tools()
     if state.tool_calls_executed >= tool_budget(state, ctx):
         tools = []
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
@@ -141,10 +146,11 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     instructions = request.get("instructions")
     return ModelCall(
         model=ctx.upstream_model,
-        input=model_transcript(state),
+        input=view.input,
         instructions=instructions if isinstance(instructions, str) else None,
         tools=tools,
-        tool_choice=request.get("tool_choice") if tools else None,
+        tool_choice=view.tool_choice if tools else None,
+        exposed=dict(view.calls) if tools else {},
         params=params,
     )
 
@@ -185,7 +191,7 @@ def decide_after_execute_tools(state: LoopState) -> NextAction:
     approvals = _turn(state, "mcp_approval_request")
     if approvals:
         return InterruptForApproval(tuple(approvals))
-    if _turn(state, "function_call"):
+    if any(_turn(state, kind) for kind in CLIENT_CALL_ITEM_TYPES):
         return Finish("completed")
     return CallLlm()
 
@@ -201,7 +207,9 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
         state.turn_start = len(state.output)
-        turn = await ctx.adapter.call_llm(build_model_call(state, ctx), writer)
+        call = build_model_call(state, ctx)
+        writer.calls = call.exposed
+        turn = await ctx.adapter.call_llm(call, writer)
     except GatewayError as error:
         writer.close_open("incomplete")
         ctx.failure = error

@@ -21,6 +21,7 @@ __all__ = [
     "ChatEnd",
     "FinishReason",
     "RecordedRequest",
+    "RelayedItem",
     "ScriptedUpstream",
     "ToolCall",
     "Turn",
@@ -53,6 +54,21 @@ class ToolCall:
     """The arguments, a JSON string sent verbatim (it may be invalid JSON on purpose)."""
     call_id: str | None = None
     """The call id (``call_...``); None = a fresh deterministic id from the upstream."""
+    namespace: str | None = None
+    """Responses wire: the call's ``namespace`` field (chat and harmony carry only ``name``)."""
+
+
+@dataclass(slots=True)
+class RelayedItem:
+    """Responses wire only: an output item with its own recorded events (a hosted tool's
+    ``web_search_call``, an ``image_generation_call`` with partial images...), emitted as OpenAI
+    does: ``output_item.added`` with ``added``, then ``events`` (each gets the item's
+    ``output_index`` and ``item_id`` unless it has them), then ``output_item.done`` with
+    ``done``. See :mod:`responses_gateway.testing.hosted` for recorded shapes."""
+
+    added: dict[str, Any]
+    events: list[dict[str, Any]]
+    done: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +166,8 @@ class Turn:
     ``stream_options.include_usage``."""
 
     # -- responses-only knobs -----------------------------------------------------------------
+    relayed_items: list[RelayedItem] = field(default_factory=list)
+    """Items emitted before every other output item, each with its own events."""
     reasoning_summary: list[str] | None = None
     """Summary parts of the reasoning item (``reasoning_summary_*`` events)."""
     encrypted_content: str | None = None
