@@ -46,14 +46,16 @@ def test_brain_turn_finds_flattened_and_namespaced_tools() -> None:
     assert turn.tool_calls[0].name == "multi_agent_v1__close_agent"
     namespace = {"type": "namespace", "name": "ns", "tools": [{**WEATHER, "name": "close_agent"}]}
     turn = brain_turn({"input": call_block("close_agent", {}), "tools": [namespace]}, "responses")
-    assert turn.tool_calls[0].name == "close_agent"
+    assert (turn.tool_calls[0].name, turn.tool_calls[0].namespace) == ("close_agent", "ns")
 
 
 def test_brain_turn_freeform_payload_goes_verbatim_or_wrapped() -> None:
     patch = "*** Begin Patch\n*** End Patch"
     custom = {"type": "custom", "name": "apply_patch"}
     turn = brain_turn({"input": call_block("apply_patch", patch), "tools": [custom]}, "responses")
-    assert turn.tool_calls[0].arguments == patch
+    (item,) = turn.relayed_items
+    assert item.done["type"] == "custom_tool_call" and item.done["input"] == patch
+    assert item.done["name"] == "apply_patch" and not turn.tool_calls
     lowered = _chat_tool(
         {**WEATHER, "name": "apply_patch", "parameters": {"properties": {"patch": {}}}}
     )
@@ -75,3 +77,15 @@ def test_brain_turn_text_counts_user_turns_after_the_context_block() -> None:
         {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "again"}]},
     ]
     assert brain_turn({"input": items}, "responses").text == "You said: again (user turns: 2)"
+
+
+def test_brain_turn_built_in_tools_get_their_own_items_on_the_responses_wire() -> None:
+    tools = [{"type": "shell"}, {"type": "apply_patch"}]
+    shell = brain_turn(
+        {"input": call_block("shell", {"commands": ["ls"]}), "tools": tools}, "responses"
+    )
+    assert shell.relayed_items[0].done["action"]["commands"] == ["ls"]
+    operation = {"type": "create_file", "path": "a.txt", "diff": "+hi\n"}
+    body = {"input": call_block("apply_patch", operation), "tools": tools}
+    (item,) = brain_turn(body, "responses").relayed_items
+    assert item.done["type"] == "apply_patch_call" and item.done["operation"] == operation

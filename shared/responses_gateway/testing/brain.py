@@ -12,12 +12,20 @@ The last user message directs it with call blocks, run one per model request, in
     <<call apply_patch>>*** Begin Patch ...<</call>>
 
 1. With ``n`` tool results after the last user message and more than ``n`` call blocks, the
-   answer is a call of block ``n + 1``: the offered tool named exactly like the block, else the
-   one whose name ends with it after a separator (a namespaced tool flattened to
-   ``multi_agent_v1__close_agent`` or ``multi_agent_v1.close_agent``). A JSON-object payload is
-   sent as the arguments; any other payload (a patch, freeform input) goes to a custom tool
-   verbatim, or to a function with one string property as ``{"<property>": payload}``. An
-   unknown tool answers ``No tool named <name> was offered.`` (so a test sees what was sent).
+   answer is a call of block ``n + 1``: the offered tool named exactly like the block (a
+   built-in tool by its type: ``shell``, ``apply_patch``), else the one whose name ends with it
+   after a separator (a namespaced tool flattened to ``multi_agent_v1__close_agent``). What is
+   called depends on what the request offered, so one prompt works on every wire:
+
+   - a function: a ``function_call`` with the payload as arguments (a non-JSON payload, for a
+     freeform tool lowered to a function, as ``{"<its one property>": payload}``), with its
+     ``namespace`` when the tool came inside a Responses ``namespace`` tool;
+   - a Responses ``custom`` tool: a ``custom_tool_call`` whose input is the payload verbatim;
+   - a Responses ``shell`` tool: a ``shell_call`` running the payload's ``commands``;
+   - a Responses ``apply_patch`` tool: an ``apply_patch_call`` whose operation is the payload
+     (``{"type": "create_file", "path": ..., "diff": ...}``).
+
+   An unknown tool answers ``No tool named <name> was offered (offered: ...).``
 2. Otherwise, after tool results, the answer is ``The tool returned: <last result>``.
 3. Otherwise it is ``You said: <last user message>`` followed by ``(user turns: <n>)``, the
    number of user messages the request carried after the last one starting with ``<`` (a client's
@@ -32,7 +40,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from responses_gateway.testing.script import ToolCall, Turn, Wire
+from responses_gateway.testing.hosted import custom_tool_call, shell_call
+from responses_gateway.testing.script import RelayedItem, ToolCall, Turn, Wire
 
 __all__ = ["brain_turn", "call_block"]
 
@@ -46,12 +55,17 @@ def call_block(name: str, payload: str | dict[str, Any]) -> str:
     return f"<<call {name}>>{text}<</call>>"
 
 
+_BUILT_INS = frozenset({"shell", "apply_patch"})
+"""Responses tool types the brain calls with their own items (their type is their name)."""
+
+
 @dataclass(slots=True)
 class _Offered:
     name: str
     kind: str
-    """``function`` or ``custom`` (a freeform tool taking raw text)."""
+    """``function``, ``custom`` (a freeform tool taking raw text) or a built-in's type."""
     parameters: dict[str, Any] = field(default_factory=dict)
+    namespace: str | None = None
 
 
 @dataclass(slots=True)
@@ -70,7 +84,7 @@ def brain_turn(body: dict[str, Any], wire: Wire) -> Turn:
     done = len(seen.results_after_last_user)
     if done < len(blocks):
         name, payload = blocks[done]
-        return _call(name, payload, seen.tools)
+        return _call(name, payload, seen.tools, f"{done + 1}_{len(seen.user_texts)}")
     if seen.results_after_last_user:
         return Turn(text=f"The tool returned: {seen.results_after_last_user[-1]}")
     start = max((i for i, t in enumerate(seen.user_texts) if t.startswith("<")), default=-1)
@@ -78,21 +92,43 @@ def brain_turn(body: dict[str, Any], wire: Wire) -> Turn:
     return Turn(text=f"You said: {last} (user turns: {turns})")
 
 
-def _call(name: str, payload: str, tools: list[_Offered]) -> Turn:
+def _call(name: str, payload: str, tools: list[_Offered], tag: str) -> Turn:
     tool = _find(name, tools)
     if tool is None:
         offered = ", ".join(t.name for t in tools) or "none"
         return Turn(text=f"No tool named {name} was offered (offered: {offered}).")
-    arguments = payload
     try:
         parsed = json.loads(payload)
     except ValueError:
         parsed = None
-    if tool.kind == "function" and not isinstance(parsed, dict):
+    call_id, item_id = f"call_brain{tag}", f"brain{tag}"
+    if tool.kind == "custom":
+        item = custom_tool_call(f"ctc_{item_id}", call_id, tool.name, [payload], tool.namespace)
+        return Turn(relayed_items=[item])
+    if tool.kind == "shell":
+        commands = parsed.get("commands") if isinstance(parsed, dict) else None
+        return Turn(relayed_items=[shell_call(f"sh_{item_id}", call_id, list(commands or []))])
+    if tool.kind == "apply_patch":
+        operation = parsed if isinstance(parsed, dict) else {}
+        return Turn(relayed_items=[_apply_patch_call(f"apc_{item_id}", call_id, operation)])
+    arguments = payload
+    if not isinstance(parsed, dict):
         props = tool.parameters.get("properties")
         keys = list(props) if isinstance(props, dict) else []
         arguments = json.dumps({keys[0] if len(keys) == 1 else "input": payload})
-    return Turn(tool_calls=[ToolCall(name=tool.name, arguments=arguments)])
+    call = ToolCall(name=tool.name, arguments=arguments, namespace=tool.namespace)
+    return Turn(tool_calls=[call])
+
+
+def _apply_patch_call(item_id: str, call_id: str, operation: dict[str, Any]) -> RelayedItem:
+    done = {
+        "id": item_id,
+        "type": "apply_patch_call",
+        "call_id": call_id,
+        "status": "completed",
+        "operation": operation,
+    }
+    return RelayedItem(added={**done, "status": "in_progress"}, events=[], done=done)
 
 
 def _find(name: str, tools: list[_Offered]) -> _Offered | None:
@@ -173,12 +209,14 @@ def _read_responses(body: dict[str, Any]) -> _Transcript:
     return out
 
 
-def _offered(tool: dict[str, Any]) -> list[_Offered]:
+def _offered(tool: dict[str, Any], namespace: str | None = None) -> list[_Offered]:
     kind, name = tool.get("type"), tool.get("name")
-    if kind == "namespace":
+    if kind == "namespace" and isinstance(name, str):
         inner = [t for t in tool.get("tools") or [] if isinstance(t, dict)]
-        return [o for t in inner for o in _offered(t)]
+        return [o for t in inner for o in _offered(t, name)]
     if kind in ("function", "custom") and isinstance(name, str):
         params = tool.get("parameters")
-        return [_Offered(name, kind, params if isinstance(params, dict) else {})]
+        return [_Offered(name, kind, params if isinstance(params, dict) else {}, namespace)]
+    if kind in _BUILT_INS:
+        return [_Offered(kind, kind)]
     return []
