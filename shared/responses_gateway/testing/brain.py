@@ -28,9 +28,9 @@ The last user message directs it with call blocks, run one per model request, in
    An unknown tool answers ``No tool named <name> was offered (offered: ...).``
 2. Otherwise, after tool results, the answer is ``The tool returned: <last result>``.
 3. Otherwise it is ``You said: <last user message>`` followed by ``(user turns: <n>)``, the
-   number of user messages the request carried after the last one starting with ``<`` (a client's
-   context block such as Codex's ``<environment_context>``), so a resumed conversation shows
-   its whole history arrived.
+   number of user messages the request carried after the last one opening with a tag (a
+   client's context block such as Codex's ``<environment_context>``), so a resumed conversation
+   shows its whole history arrived.
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from responses_gateway.testing.script import RelayedItem, ToolCall, Turn, Wire
 __all__ = ["brain_turn", "call_block"]
 
 _BLOCK = re.compile(r"<<call ([^\s>]+)>>(.*?)<</call>>", re.DOTALL)
+_CONTEXT = re.compile(r"<[A-Za-z_][\w-]*>")
 _SEPARATORS = ("__", ".", "-", "_", "/", ":")
 
 
@@ -87,7 +88,7 @@ def brain_turn(body: dict[str, Any], wire: Wire) -> Turn:
         return _call(name, payload, seen.tools, f"{done + 1}_{len(seen.user_texts)}")
     if seen.results_after_last_user:
         return Turn(text=f"The tool returned: {seen.results_after_last_user[-1]}")
-    start = max((i for i, t in enumerate(seen.user_texts) if t.startswith("<")), default=-1)
+    start = max((i for i, t in enumerate(seen.user_texts) if _CONTEXT.match(t)), default=-1)
     turns = len(seen.user_texts) - start - 1
     return Turn(text=f"You said: {last} (user turns: {turns})")
 
