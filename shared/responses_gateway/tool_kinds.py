@@ -28,13 +28,14 @@ tools are not here: the gateway runs them (:mod:`responses_gateway.gateway_tools
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from responses_gateway.errors import InvalidRequestError
-from responses_gateway.loop.tools import exposed_name
 
 __all__ = [
     "CALL_ITEM_TYPES",
@@ -48,10 +49,13 @@ __all__ = [
     "HostedPolicy",
     "ToolKind",
     "ToolView",
+    "exposed_name",
     "hosted_tools_without_backend",
     "item_id_prefix",
     "kind_of",
     "lower_items",
+    "runs_on_gateway",
+    "search_tools",
     "tool_view",
 ]
 
@@ -109,6 +113,24 @@ def _int_or_none(value: Any) -> int | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return int(value)
     return None
+
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def exposed_name(server_label: str, tool_name: str) -> str:
+    """The function name a gateway tool is shown to the model under: ``<label>__<tool>``.
+
+    Deterministic and collision-free: characters a function name cannot hold are replaced, and
+    whenever that (or the 64-character limit) changed anything, a hash of the exact pair is
+    appended, so two different pairs never share a name.
+    """
+    plain = f"{server_label}__{tool_name}"
+    safe = _UNSAFE.sub("_", plain)
+    if safe == plain and len(safe) <= 64:
+        return safe
+    digest = hashlib.sha256(f"{server_label}\0{tool_name}".encode()).hexdigest()[:8]
+    return f"{safe[:55]}_{digest}"
 
 
 # --------------------------------------------------------------------------- per-kind pieces
@@ -303,7 +325,12 @@ def _computer_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
 
 
 def _tool_search_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
-    return {"arguments": _loads(arguments), "execution": "client"}
+    execution = "client" if exposed.tool.get("execution") == "client" else "server"
+    return {"arguments": _loads(arguments), "execution": execution}
+
+
+def _server_search(item: dict[str, Any]) -> bool:
+    return item.get("execution") == "server"
 
 
 # item fields -> call arguments (replay)
@@ -414,6 +441,9 @@ class ToolKind:
     """(call item, output index) -> the events between its ``added`` and ``done``."""
     id_prefix: str = "item"
     """The prefix of the ids the gateway gives its call items."""
+    gateway_runs: Callable[[dict[str, Any]], bool] = lambda item: False
+    """Whether the gateway itself runs a call item of this kind on a lowering wire (it stays
+    ``in_progress`` until :func:`run_on_gateway` answered it)."""
 
     @property
     def hosted(self) -> bool:
@@ -506,6 +536,7 @@ KINDS: tuple[ToolKind, ...] = (
         arguments=_tool_search_arguments,
         output_text=_tool_search_output,
         id_prefix="tsc",
+        gateway_runs=_server_search,
     ),
     ToolKind(
         "web_search",
@@ -771,6 +802,72 @@ def lower_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     "output": kind.output_text(item),
                 }
             )
+    return out
+
+
+# --------------------------------------------------------------------------- gateway-run calls
+
+
+def runs_on_gateway(item: dict[str, Any]) -> bool:
+    """Whether ``item`` is a call the gateway runs itself (a server ``tool_search_call``)."""
+    kind = ITEM_KINDS.get(str(item.get("type")))
+    return kind is not None and item.get("type") == kind.item_type and kind.gateway_runs(item)
+
+
+def _words(text: Any) -> set[str]:
+    return set(re.findall(r"[a-z0-9]+", str(text or "").lower()))
+
+
+def _deferred(tools: Iterable[dict[str, Any]]) -> list[tuple[str | None, dict[str, Any]]]:
+    """``(namespace, tool)`` of every tool marked ``defer_loading``."""
+    found: list[tuple[str | None, dict[str, Any]]] = []
+    for tool in tools:
+        if tool.get("type") == "namespace":
+            label = str(tool.get("name") or "")
+            found += [(label, t) for t in _tools_of(tool) if t.get("defer_loading")]
+        elif tool.get("defer_loading"):
+            found.append((None, tool))
+    return found
+
+
+def search_tools(
+    tools: Iterable[dict[str, Any]], transcript: list[dict[str, Any]], arguments: Any
+) -> list[dict[str, Any]]:
+    """Run a server ``tool_search``: the deferred tools (declared, or in ``additional_tools``)
+    whose names and descriptions share the most words with ``arguments["query"]``, best first,
+    at most ``limit`` (default 8); namespaced matches come back inside their namespace, as a
+    ``tool_search_output`` carries them."""
+    query = arguments.get("query") if isinstance(arguments, dict) else None
+    limit = arguments.get("limit") if isinstance(arguments, dict) else None
+    limit = int(limit) if isinstance(limit, int | float) and limit > 0 else 8
+    wanted = _words(query)
+    scored: list[tuple[int, int, str | None, dict[str, Any]]] = []
+    namespaces = {
+        str(t.get("name")): t for t in _declared(tools, transcript) if t.get("type") == "namespace"
+    }
+    for position, (namespace, tool) in enumerate(_deferred(_declared(tools, transcript))):
+        words = _words(f"{namespace or ''} {tool.get('name')} {tool.get('description')}")
+        words |= _words(str(tool.get("name") or "").replace("_", " "))
+        score = len(wanted & words)
+        if score:
+            scored.append((-score, position, namespace, tool))
+    out: list[dict[str, Any]] = []
+    grouped: dict[str, dict[str, Any]] = {}
+    for _, _, namespace, tool in sorted(scored, key=lambda s: (s[0], s[1]))[:limit]:
+        loaded = {k: v for k, v in tool.items() if k != "defer_loading"}
+        if namespace is None:
+            out.append(loaded)
+            continue
+        if namespace not in grouped:
+            source = namespaces.get(namespace, {})
+            grouped[namespace] = {
+                "type": "namespace",
+                "name": namespace,
+                "description": source.get("description") or "",
+                "tools": [],
+            }
+            out.append(grouped[namespace])
+        grouped[namespace]["tools"].append(loaded)
     return out
 
 

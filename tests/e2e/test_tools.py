@@ -531,3 +531,41 @@ def test_codex_first_requests_run_over_the_chat_wire(
         assert "x-gateway-omitted-tools" not in answer.headers
         assert "functions__exec" in names and "collaboration__spawn_agent" in names
         assert not any("additional_tools" in json.dumps(m) for m in payload["messages"])
+
+
+@pytest.mark.parametrize("wire", LOWERED)
+def test_server_tool_search_runs_on_the_gateway_and_loads_the_matches(
+    client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    tools = [{"type": "tool_search"}, _deferred_namespace()]
+    upstream.push(_call(wire, "tool_search", {"query": "close agent"}, None))
+    upstream.push(_call(wire, "multi_agent_v1__close_agent", {"target": "x"}, None))
+
+    _, streamed = _stream(http, {"model": model, "input": "close the agent", "tools": tools})
+
+    search, found, call = streamed["final"]["output"]
+    assert (search["type"], search["execution"], search["status"]) == (
+        "tool_search_call",
+        "server",
+        "completed",
+    )
+    assert search["arguments"] == {"query": "close agent"}
+    assert found == {
+        "id": found["id"],
+        "type": "tool_search_output",
+        "call_id": search["call_id"],
+        "execution": "server",
+        "status": "completed",
+        "tools": [{**NAMESPACE, "tools": NAMESPACE["tools"]}],
+    }
+    assert (call["name"], call["namespace"]) == ("close_agent", "multi_agent_v1")
+    if wire == "chat":
+        first, second = upstream.model_requests()[-2:]
+        assert _offered(first.json) == ["tool_search"]
+        assert _offered(second.json) == ["tool_search", "multi_agent_v1__close_agent"]
+
+    upstream.push(_call(wire, "tool_search", {"query": "close agent"}, None))
+    upstream.push(Turn(text="nothing to do"))
+    with client.responses.stream(model=model, input="close", tools=tools) as stream:
+        final = stream.get_final_response()
+    assert [i.type for i in final.output] == ["tool_search_call", "tool_search_output", "message"]

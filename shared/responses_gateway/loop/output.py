@@ -505,8 +505,22 @@ class OutputWriter:
         index = self._append(started)
         for name, data in kind.events(item, index):
             self.sink.emit(ItemEvent(name, data))
-        item["status"] = status
         self.state.output[index] = item
+        if status == "completed" and kind.gateway_runs(item):
+            return index  # stays in_progress: the gateway runs it next (ExecuteTools)
+        self.finish_call_item(index, status)
+        return index
+
+    def finish_call_item(self, index: int, status: str = "completed") -> None:
+        """Close the call item at ``index`` with ``status``."""
+        item = self.state.output[index]
+        item["status"] = status
+        self.sink.emit(ItemFinished(index, snapshot(item)))
+
+    def add_item(self, item: dict[str, Any]) -> int:
+        """Add a whole item the gateway produced (a ``tool_search_output``...), announced and
+        done at once; returns its index."""
+        index = self._append(item)
         self.sink.emit(ItemFinished(index, snapshot(item)))
         return index
 
