@@ -52,6 +52,7 @@ INSTALL_TIMEOUT = 600.0
 
 __all__ = [
     "CLIENT_KEY",
+    "CODEX_LITE_MODELS",
     "HERE",
     "JS_DIR",
     "MODELS",
@@ -224,6 +225,9 @@ UPSTREAM_KEY = "sk-upstream-realclients"
 CLIENT_KEY = "sk-client-realclients"
 MODELS = {"chat": "scripted-chat", "responses": "scripted-responses"}
 """The model name that routes to each upstream wire (names outside Codex's catalog)."""
+CODEX_LITE_MODELS = {"chat": "gpt-6-sol", "responses": "gpt-6.1-sol"}
+"""Names in Codex's catalog that get its responses-lite requests (tools in an ``additional_tools``
+input item, command runs through a freeform ``exec`` tool in namespace ``functions``)."""
 WIRES = tuple(MODELS)
 TABLE = "responses-gateway-realclients"
 
@@ -256,7 +260,7 @@ def gateway_config(upstream_url: str, extra: Mapping[str, Any] | None = None) ->
             "base_url": f"{upstream_url}/v1",
             "api": wire,
             "api_key": UPSTREAM_KEY,
-            "models": [model],
+            "models": [model, CODEX_LITE_MODELS[wire]],
         }
         for wire, model in MODELS.items()
     ]

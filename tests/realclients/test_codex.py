@@ -19,7 +19,7 @@ import pytest
 
 from responses_gateway.testing.brain import call_block
 
-from .conftest import CLIENT_KEY, UPSTREAM_KEY, Stack, run_client
+from .conftest import CLIENT_KEY, CODEX_LITE_MODELS, MODELS, UPSTREAM_KEY, Stack, run_client
 
 CODEX_TIMEOUT = 60.0
 
@@ -181,3 +181,27 @@ def test_codex_catalog_model_applies_a_freeform_patch(
     assert (codex.workdir / "hello.txt").read_text() == "hi from patch\n"
     (answer,) = agent_messages(done)
     assert "Success. Updated the following files:\nA hello.txt" in answer
+
+
+def test_codex_responses_lite_model_runs_a_command_through_namespaced_exec(
+    codex: Codex, stack: Stack, upstream: object, wire: str
+) -> None:
+    # A catalog name with responses-lite requests: no `tools` key, an `additional_tools` input
+    # item, commands run by JavaScript given to the freeform `exec` tool of namespace functions.
+    config = codex.home / "config.toml"
+    config.write_text(config.read_text().replace(MODELS[wire], CODEX_LITE_MODELS[wire], 1))
+    script = (
+        'const r = await tools.exec_command({cmd: "echo lite > lite.txt && cat lite.txt"});'
+        " text(r.output);"
+    )
+    done = ok(codex.exec(call_block("exec", script)))
+    assert (codex.workdir / "lite.txt").read_text() == "lite\n"
+    (answer,) = agent_messages(done)
+    assert answer.startswith("The tool returned: Script completed") and "lite" in answer
+    first = stack.model_requests(wire)[0].json
+    assert first["model"] == CODEX_LITE_MODELS[wire]
+    if wire == "responses":  # relayed as Codex sent it
+        assert "tools" not in first and first["input"][0]["type"] == "additional_tools"
+    else:  # lowered: the namespace's tools are functions, the custom one taking {"input"}
+        names = [t["function"]["name"] for t in first["tools"]]
+        assert "functions__exec" in names

@@ -25,7 +25,9 @@ The last user message directs it with call blocks, run one per model request, in
    - a Responses ``apply_patch`` tool: an ``apply_patch_call`` whose operation is the payload
      (``{"type": "create_file", "path": ..., "diff": ...}``).
 
-   An unknown tool answers ``No tool named <name> was offered (offered: ...).``
+   Tools offered inside ``input`` (an ``additional_tools`` or ``tool_search_output`` item)
+   count like declared ones. An unknown tool answers
+   ``No tool named <name> was offered (offered: ...).``
 2. Otherwise, after tool results, the answer is ``The tool returned: <last result>``.
 3. Otherwise it is ``You said: <last user message>`` followed by ``(user turns: <n>)``, the
    number of user messages the request carried after the last one opening with a tag (a
@@ -56,6 +58,8 @@ def call_block(name: str, payload: str | dict[str, Any]) -> str:
     return f"<<call {name}>>{text}<</call>>"
 
 
+_TOOLS_IN_INPUT = frozenset({"additional_tools", "tool_search_output"})
+"""Responses input items that offer tools (Codex's responses-lite ``additional_tools``)."""
 _BUILT_INS = frozenset({"shell", "apply_patch"})
 """Responses tool types the brain calls with their own items (their type is their name)."""
 
@@ -202,6 +206,10 @@ def _read_responses(body: dict[str, Any]) -> _Transcript:
         if kind == "message" and item.get("role") == "user":
             out.user_texts.append(_text(item.get("content")))
             out.results_after_last_user.clear()
+        elif kind in _TOOLS_IN_INPUT:
+            out.tools += [
+                o for t in item.get("tools") or [] if isinstance(t, dict) for o in _offered(t)
+            ]
         elif isinstance(kind, str) and kind.endswith("_output"):
             out.results_after_last_user.append(_text(item.get("output")))
     for tool in body.get("tools") or []:
