@@ -242,6 +242,37 @@ _TOOL_SEARCH_PARAMETERS = {
 }
 
 
+_WEB_SEARCH_SCHEMA = {
+    "description": "Search the web. Returns the results as text.",
+    "parameters": {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "The search query."}},
+        "required": ["query"],
+    },
+}
+
+
+def _web_search_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
+    query = _loads(arguments).get("query")
+    return {"action": {"type": "search", "query": query if isinstance(query, str) else ""}}
+
+
+def _web_search_arguments(item: dict[str, Any]) -> str:
+    return _dumps({"query": _obj(item.get("action")).get("query") or ""})
+
+
+def _web_search_events(item: dict[str, Any], output_index: int) -> list[tuple[str, dict[str, Any]]]:
+    where = {"item_id": item["id"], "output_index": output_index}
+    return [
+        ("response.web_search_call.in_progress", where),
+        ("response.web_search_call.searching", dict(where)),
+    ]
+
+
+def _in_progress(item: dict[str, Any]) -> bool:
+    return item.get("status") == "in_progress"
+
+
 def _fixed(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
     def lower(tool: dict[str, Any]) -> dict[str, Any]:
         return {**schema, "description": tool.get("description") or schema["description"]}
@@ -548,6 +579,13 @@ KINDS: tuple[ToolKind, ...] = (
         ),
         "upstream",
         item_type="web_search_call",
+        schema=_fixed(_WEB_SEARCH_SCHEMA),  # used only with a configured backend
+        fixed_name="web_search",
+        fields=_web_search_fields,
+        arguments=_web_search_arguments,
+        events=_web_search_events,
+        id_prefix="ws",
+        gateway_runs=_in_progress,
     ),
     ToolKind("file_search", ("file_search",), "upstream", item_type="file_search_call"),
     ToolKind(
@@ -649,7 +687,8 @@ class ToolView:
 
 
 class _Exposer:
-    def __init__(self) -> None:
+    def __init__(self, backed: frozenset[str]) -> None:
+        self.backed = backed
         self.calls: dict[str, Exposed] = {}
         self.omitted: list[str] = []
         self.deferred: dict[str, Exposed] = {}
@@ -664,7 +703,7 @@ class _Exposer:
         kind = kind_of(kind_name)
         if kind is None:
             return  # mcp (the gateway's own) or a type nobody can run here
-        if kind.schema is None:
+        if kind.schema is None or (kind.hosted and kind.name not in self.backed):
             if kind_name not in self.omitted:
                 self.omitted.append(kind_name)
             return
@@ -689,17 +728,22 @@ def tool_view(
     transcript: list[dict[str, Any]],
     tool_choice: Any,
     wire: str,
+    *,
+    backed: frozenset[str] = frozenset(),
+    results: Mapping[str, str] | None = None,
 ) -> ToolView:
     """What a model call over ``wire`` offers (``tools``: the request's, MCP excluded) and sends.
 
     Responses wire: tools and transcript pass unchanged. Lowering wires: see the module
-    docstring; hosted tools are left out and listed in ``omitted``.
+    docstring; hosted tools are lowered when their kind is ``backed`` (the gateway runs them;
+    ``results`` holds what each of this response's runs returned, by item id), else left out and
+    listed in ``omitted``.
     """
     declared = _declared(tools, transcript)
     if wire not in LOWERED_WIRES:
         kept = [t for t in tools if t.get("type") != "mcp"]
         return ToolView(tools=kept, input=list(transcript), tool_choice=tool_choice)
-    exposer = _Exposer()
+    exposer = _Exposer(backed)
     for tool in declared:
         exposer.add(tool)
     for item in transcript:
@@ -711,8 +755,8 @@ def tool_view(
             exposer.calls.setdefault(name, deferred)
     return ToolView(
         tools=[exposed.function() for exposed in exposer.calls.values()],
-        input=lower_items(transcript),
-        tool_choice=_lower_choice(tool_choice, exposer.calls),
+        input=lower_items(transcript, results),
+        tool_choice=_lower_choice(tool_choice, backed),
         calls=exposer.calls,
         omitted=exposer.omitted,
     )
@@ -733,20 +777,20 @@ def _loaded(name: str, transcript: list[dict[str, Any]]) -> bool:
     return False
 
 
-def _choice_name(choice: Mapping[str, Any]) -> str | None:
+def _choice_name(choice: Mapping[str, Any], backed: frozenset[str]) -> str | None:
     kind_name = str(choice.get("type"))
     if kind_name == "mcp":
         name = choice.get("name")
         return exposed_name(str(choice.get("server_label")), str(name)) if name else None
     kind = kind_of(kind_name)
-    if kind is None or kind.schema is None:
+    if kind is None or kind.schema is None or (kind.hosted and kind.name not in backed):
         return None
     name = choice.get("name") if isinstance(choice.get("name"), str) else None
     namespace = choice.get("namespace") if isinstance(choice.get("namespace"), str) else None
     return _exposed_for(kind, name, namespace)
 
 
-def _lower_choice(choice: Any, calls: Mapping[str, Exposed]) -> Any:
+def _lower_choice(choice: Any, backed: frozenset[str]) -> Any:
     """``tool_choice`` in function terms: a forced tool of any kind becomes its exposed
     function; a forced MCP server with no tool name, or a forced hosted tool, ``required``/
     ``auto``; ``allowed_tools`` keeps its mode."""
@@ -755,7 +799,7 @@ def _lower_choice(choice: Any, calls: Mapping[str, Exposed]) -> Any:
     kind_name = choice.get("type")
     if kind_name == "allowed_tools":
         return choice.get("mode") or "auto"
-    name = _choice_name(choice)
+    name = _choice_name(choice, backed)
     if name is not None:
         return {"type": "function", "name": name}
     if kind_name == "mcp":
@@ -772,13 +816,31 @@ def _call_name(item: dict[str, Any], kind: ToolKind) -> str:
     return _exposed_for(kind, name, namespace)
 
 
-def lower_items(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def lower_items(
+    items: list[dict[str, Any]], results: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
     """A transcript in function terms: every tool call item becomes a ``function_call`` under
-    its exposed name, every tool output a ``function_call_output``; hosted-tool items and
-    ``additional_tools`` are left out (no function wire can show them)."""
+    its exposed name, every tool output a ``function_call_output``. A hosted-tool item the
+    gateway ran in this response becomes a call followed by its result (``results``, by item
+    id); other hosted-tool items and ``additional_tools`` are left out (no function wire can
+    show them; like OpenAI, later turns keep only what the model said about them)."""
     out: list[dict[str, Any]] = []
+    results = results or {}
     for item in items:
         kind_name = str(item.get("type") or "")
+        if kind_name in HOSTED_ITEM_TYPES and str(item.get("id")) in results:
+            hosted = ITEM_KINDS[kind_name]
+            assert hosted.arguments is not None
+            call_id = str(item["id"])
+            name = _exposed_for(hosted, None, None)
+            out.append(
+                {"type": "function_call", "call_id": call_id, "name": name,
+                 "arguments": hosted.arguments(item)}
+            )  # fmt: skip
+            out.append(
+                {"type": "function_call_output", "call_id": call_id, "output": results[call_id]}
+            )
+            continue
         if kind_name == "additional_tools" or kind_name in HOSTED_ITEM_TYPES:
             continue
         kind = ITEM_KINDS.get(kind_name)
@@ -875,9 +937,13 @@ def search_tools(
 
 
 def hosted_tools_without_backend(
-    tools: Iterable[dict[str, Any]], wire: str, policy: HostedPolicy
+    tools: Iterable[dict[str, Any]],
+    wire: str,
+    policy: HostedPolicy,
+    backed: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """The hosted tool types a request over ``wire`` cannot run (to omit, with a signal).
+    """The hosted tool types a request over ``wire`` cannot run (to omit, with a signal): those
+    whose kind is not ``backed``.
 
     Raises:
         InvalidRequestError: ``policy`` is ``reject`` and a hosted tool has no backend (400,
@@ -895,7 +961,7 @@ def hosted_tools_without_backend(
                 param=f"tools[{index}].type",
                 code="unsupported_tool_type",
             )
-        if kind is None or not kind.hosted:
+        if kind is None or not kind.hosted or kind.name in backed:
             continue
         if policy == "reject":
             raise InvalidRequestError(

@@ -497,7 +497,10 @@ class OutputWriter:
         from responses_gateway.tool_kinds import ITEM_KINDS, item_id_prefix
 
         kind = ITEM_KINDS[str(fields["type"])]
-        item = {"id": new_id(item_id_prefix(str(fields["type"]))), "call_id": call_id, **fields}
+        item = {"id": new_id(item_id_prefix(str(fields["type"])))}
+        if kind.output_type is not None:  # answered by the client: pairable by call_id
+            item["call_id"] = call_id
+        item.update(fields)
         item["status"] = "in_progress"
         started = dict(item)
         if "input" in started:
