@@ -89,3 +89,10 @@ def test_brain_turn_built_in_tools_get_their_own_items_on_the_responses_wire() -
     body = {"input": call_block("apply_patch", operation), "tools": tools}
     (item,) = brain_turn(body, "responses").relayed_items
     assert item.done["type"] == "apply_patch_call" and item.done["operation"] == operation
+
+
+def test_brain_turn_web_search_on_the_responses_wire_is_run_upstream() -> None:
+    body = {"input": call_block("web_search", {"query": "q"}), "tools": [{"type": "web_search"}]}
+    turn = brain_turn(body, "responses")
+    assert turn.relayed_items[0].done["action"] == {"type": "search", "query": "q"}
+    assert turn.text == "Searched the web for: q"

@@ -23,7 +23,10 @@ The last user message directs it with call blocks, run one per model request, in
    - a Responses ``custom`` tool: a ``custom_tool_call`` whose input is the payload verbatim;
    - a Responses ``shell`` tool: a ``shell_call`` running the payload's ``commands``;
    - a Responses ``apply_patch`` tool: an ``apply_patch_call`` whose operation is the payload
-     (``{"type": "create_file", "path": ..., "diff": ...}``).
+     (``{"type": "create_file", "path": ..., "diff": ...}``);
+   - a Responses ``web_search`` tool (any ``web_search*`` type), which an OpenAI upstream runs
+     itself: a completed ``web_search_call`` for the payload's ``query`` and, in the same
+     response, the text ``Searched the web for: <query>``.
 
    Tools offered inside ``input`` (an ``additional_tools`` or ``tool_search_output`` item)
    count like declared ones. An unknown tool answers
@@ -42,7 +45,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from responses_gateway.testing.hosted import custom_tool_call, shell_call
+from responses_gateway.testing.hosted import custom_tool_call, shell_call, web_search_call
 from responses_gateway.testing.script import RelayedItem, ToolCall, Turn, Wire
 
 __all__ = ["brain_turn", "call_block"]
@@ -113,6 +116,10 @@ def _call(name: str, payload: str, tools: list[_Offered], tag: str) -> Turn:
     if tool.kind == "shell":
         commands = parsed.get("commands") if isinstance(parsed, dict) else None
         return Turn(relayed_items=[shell_call(f"sh_{item_id}", call_id, list(commands or []))])
+    if tool.kind == "web_search":
+        query = str(parsed.get("query", "")) if isinstance(parsed, dict) else payload
+        search = web_search_call(f"ws_{item_id}", query)
+        return Turn(relayed_items=[search], text=f"Searched the web for: {query}")
     if tool.kind == "apply_patch":
         operation = parsed if isinstance(parsed, dict) else {}
         return Turn(relayed_items=[_apply_patch_call(f"apc_{item_id}", call_id, operation)])
@@ -228,4 +235,6 @@ def _offered(tool: dict[str, Any], namespace: str | None = None) -> list[_Offere
         return [_Offered(name, kind, params if isinstance(params, dict) else {}, namespace)]
     if kind in _BUILT_INS:
         return [_Offered(kind, kind)]
+    if isinstance(kind, str) and kind.startswith("web_search"):
+        return [_Offered("web_search", "web_search")]
     return []
