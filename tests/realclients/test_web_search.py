@@ -1,11 +1,12 @@
-"""openai-agents' hosted ``WebSearchTool`` through the gateway, over both wires.
+"""Hosted ``web_search`` from real clients (openai-agents' ``WebSearchTool``, Codex CLI's
+``web_search``) through the gateway, over both wires.
 
 The gateway's operator backs ``web_search`` with a loopback MCP search server
 (``tool_backends`` in the gateway config). On the chat wire the model calls the lowered
 ``web_search`` function, the gateway runs the search on that server and the client sees
 OpenAI's ``web_search_call`` item; on the Responses wire the upstream runs hosted tools itself
-and the gateway relays its ``web_search_call``. The agents SDK never runs anything: it only
-reads the items.
+and the gateway relays its ``web_search_call``. The clients never run anything: they only read
+the items.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from responses_gateway.testing.brain import brain_turn, call_block
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
 from responses_gateway.testing.script import ScriptedUpstream
 
-from .conftest import CLIENT_KEY, Stack, serve_stack
+from .conftest import CLIENT_KEY, Codex, Stack, agent_messages, codex_events, codex_ok, serve_stack
 
 RUN = RunConfig(tracing_disabled=True)
 
@@ -68,3 +69,22 @@ async def test_web_search_tool(
         assert result.final_output == "Searched the web for: responses gateway"
         assert search.log.calls == []
         assert len(stack.model_requests(wire)) == 1
+
+
+def test_codex_web_search(
+    codex: Codex, stack: Stack, upstream: object, search: RunningMcpServer, wire: str
+) -> None:
+    search.log.clear()
+    done = codex_ok(codex.exec(call_block("web_search", {"query": "codex gateway"})))
+    searches = [
+        e["item"] for e in codex_events(done)
+        if e.get("type") == "item.completed" and e["item"].get("type") == "web_search"
+    ]  # fmt: skip
+    assert [s["query"] for s in searches] == ["codex gateway"]
+    if wire == "chat":
+        expected = "1. codex gateway: https://example.com/codex-gateway"
+        assert agent_messages(done) == [f"The tool returned: {expected}"]
+        assert search.log.calls == [("search", {"query": "codex gateway"})]
+    else:
+        assert agent_messages(done) == ["Searched the web for: codex gateway"]
+        assert search.log.calls == []
