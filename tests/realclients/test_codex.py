@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from responses_gateway.testing.brain import call_block
+from responses_gateway.testing.brain import REASON, call_block
 
 from .conftest import (
     CODEX_LITE_MODELS,
@@ -106,3 +106,31 @@ def test_codex_responses_lite_model_runs_a_command_through_namespaced_exec(
     else:  # lowered: the namespace's tools are functions, the custom one taking {"input"}
         names = [t["function"]["name"] for t in first["tools"]]
         assert "functions__exec" in names
+
+
+def test_codex_sees_reasoning_and_replays_it(
+    codex: Codex, stack: Stack, upstream: object, wire: str
+) -> None:
+    # Codex asks for reasoning summaries and reasoning.encrypted_content with store: false, and
+    # sends each reasoning item back on the next request. Chat: the gateway shows the raw
+    # reasoning as a summary and seals it into encrypted_content; Responses: the upstream's
+    # summary is relayed, and its encrypted blob reaches the upstream again on Codex's replay.
+    prompt = REASON + call_block("exec_command", {"cmd": "echo reasoned"})
+    done = codex_ok(codex.exec(prompt))
+    reasoning = [
+        e["item"]["text"] for e in codex_events(done)
+        if e.get("type") == "item.completed" and e["item"].get("type") == "reasoning"
+    ]  # fmt: skip
+    assert [r.strip("*") for r in reasoning] == [
+        "Reasoning before step 1.",
+        "Reasoning before step 2.",
+    ]
+    assert agent_messages(done)[-1].startswith("The tool returned: ")
+    (rollout,) = (codex.home / "sessions").rglob("*.jsonl")
+    replayed = [
+        json.loads(line)["payload"] for line in rollout.read_text().splitlines()
+        if '"type":"reasoning"' in line
+    ]  # fmt: skip
+    assert replayed and all(item.get("encrypted_content") for item in replayed), replayed
+    if wire == "responses":  # the upstream gets its own blob back (however the gateway wraps it)
+        assert "upstream-sealed-step-1" in json.dumps(stack.model_requests(wire)[1].json)

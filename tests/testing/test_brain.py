@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from responses_gateway.testing.brain import brain_turn, call_block
+from responses_gateway.testing.brain import REASON, brain_turn, call_block
 
 WEATHER = {
     "type": "function",
@@ -96,3 +96,23 @@ def test_brain_turn_web_search_on_the_responses_wire_is_run_upstream() -> None:
     turn = brain_turn(body, "responses")
     assert turn.relayed_items[0].done["action"] == {"type": "search", "query": "q"}
     assert turn.text == "Searched the web for: q"
+
+
+def test_brain_turn_reason_marker_adds_reasoning_to_every_step() -> None:
+    prompt = REASON + call_block("get_weather", {"city": "Oslo"})
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    first = brain_turn({"messages": messages, "tools": [_chat_tool(WEATHER)]}, "chat")
+    assert first.reasoning == "Reasoning before step 1." and first.tool_calls
+    messages += [{"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "sunny"}]
+    second = brain_turn({"messages": messages, "tools": [_chat_tool(WEATHER)]}, "chat")
+    assert second.reasoning == "Reasoning before step 2."
+    assert second.text == "The tool returned: sunny"
+
+
+def test_brain_turn_reasons_like_openai_on_the_responses_wire() -> None:
+    body = {"input": REASON + "hi", "reasoning": {"summary": "auto"}}
+    turn = brain_turn({**body, "include": ["reasoning.encrypted_content"]}, "responses")
+    assert turn.reasoning is None and turn.reasoning_summary == ["Reasoning before step 1."]
+    assert turn.encrypted_content == "upstream-sealed-step-1"
+    plain = brain_turn({"input": REASON + "hi"}, "responses")
+    assert plain.reasoning_summary is None and plain.encrypted_content is None

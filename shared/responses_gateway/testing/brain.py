@@ -36,6 +36,8 @@ The last user message directs it with call blocks, run one per model request, in
    number of user messages the request carried after the last one opening with a tag (a
    client's context block such as Codex's ``<environment_context>``), so a resumed conversation
    shows its whole history arrived.
+
+With :data:`REASON` in the last user message every answer also carries reasoning.
 """
 
 from __future__ import annotations
@@ -48,7 +50,14 @@ from typing import Any
 from responses_gateway.testing.hosted import custom_tool_call, shell_call, web_search_call
 from responses_gateway.testing.script import RelayedItem, ToolCall, Turn, Wire
 
-__all__ = ["brain_turn", "call_block"]
+__all__ = ["REASON", "brain_turn", "call_block"]
+
+REASON = "<<reason>>"
+"""In the last user message: every answer also reasons ``Reasoning before step <n>.`` (``n``
+counting the model calls since that message). On the chat wire as raw ``reasoning_content``; on
+the Responses wire as OpenAI does: a ``reasoning`` item with that text as its summary when the
+request asked for one, and ``encrypted_content`` ``upstream-sealed-step-<n>`` when its
+``include`` asked for it, never the raw text."""
 
 _BLOCK = re.compile(r"<<call ([^\s>]+)>>(.*?)<</call>>", re.DOTALL)
 _CONTEXT = re.compile(r"<[A-Za-z_][\w-]*>")
@@ -88,6 +97,22 @@ def brain_turn(body: dict[str, Any], wire: Wire) -> Turn:
     """The brain's answer to a Chat Completions (``chat``) or Responses request body."""
     seen = _read_chat(body) if wire == "chat" else _read_responses(body)
     last = seen.user_texts[-1] if seen.user_texts else ""
+    turn = _decide(seen, last)
+    if REASON in last:
+        step = len(seen.results_after_last_user) + 1
+        thought = f"Reasoning before step {step}."
+        if wire != "responses":
+            turn.reasoning = thought
+        else:  # as OpenAI answers: a summary when asked for one, the raw text only encrypted
+            asked = body.get("reasoning")
+            if isinstance(asked, dict) and asked.get("summary"):
+                turn.reasoning_summary = [thought]
+            if "reasoning.encrypted_content" in (body.get("include") or []):
+                turn.encrypted_content = f"upstream-sealed-step-{step}"
+    return turn
+
+
+def _decide(seen: _Transcript, last: str) -> Turn:
     blocks = _BLOCK.findall(last)
     done = len(seen.results_after_last_user)
     if done < len(blocks):
