@@ -10,6 +10,7 @@ prompts carry ``<<call ...>>`` blocks when a test wants a tool called.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from responses_gateway.testing.brain import REASON, call_block
 
@@ -22,6 +23,8 @@ from .conftest import (
     agent_messages,
     codex_events,
     codex_ok,
+    provider_config,
+    run_client,
 )
 
 
@@ -134,3 +137,16 @@ def test_codex_sees_reasoning_and_replays_it(
     assert replayed and all(item.get("encrypted_content") for item in replayed), replayed
     if wire == "responses":  # the upstream gets its own blob back (however the gateway wraps it)
         assert "upstream-sealed-step-1" in json.dumps(stack.model_requests(wire)[1].json)
+
+
+def test_codex_itself_refuses_wire_api_chat(codex_bin: Path, tmp_path: Path) -> None:
+    # Why the README configures wire_api = "responses": Codex no longer speaks chat at all.
+    home = tmp_path / "home"
+    home.mkdir()
+    config = provider_config("http://127.0.0.1:9/v1", MODELS["chat"])
+    (home / "config.toml").write_text(config.replace('"responses"', '"chat"'))
+    env = {"CODEX_HOME": str(home), "HOME": str(tmp_path), "GATEWAY_API_KEY": "unused"}
+    argv = [str(codex_bin), "exec", "--skip-git-repo-check", "hi"]
+    done = run_client(argv, env, cwd=tmp_path, timeout=30)
+    assert done.returncode != 0
+    assert '`wire_api = "chat"` is no longer supported' in done.stderr
