@@ -648,3 +648,36 @@ def test_backed_web_search_runs_on_the_gateway_as_a_web_search_call(
     ):
         final = s.get_final_response()
     assert [i.type for i in final.output] == ["web_search_call", "message"]
+
+
+LATER_TURNS = {
+    "family-a-namespace-call-output.json": ("multi_agent_v1__close_agent", '{"target": "nobody"}'),
+    "family-b-apply-patch-output.json": ("apply_patch", None),
+    "family-b-tool-search-output.json": ("tool_search", '{"query": "agent", "limit": 3}'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LATER_TURNS))
+def test_codex_later_turns_replay_under_the_exposed_names_over_chat(
+    http: httpx.Client, upstream: ScriptedUpstream, name: str, codex: Any
+) -> None:
+    body = {**codex(name)["body"], "model": "scripted-chat"}
+    upstream.push(Turn(text="ok"))
+
+    _, streamed = _stream(http, body)
+
+    assert streamed["final"]["status"] == "completed"
+    payload = _model_payload(upstream)
+    calls = [c for m in payload["messages"] for c in m.get("tool_calls") or []]
+    exposed, arguments = LATER_TURNS[name]
+    assert [c["function"]["name"] for c in calls] == [exposed]  # never doubled, never bare
+    if arguments is not None:
+        assert calls[0]["function"]["arguments"] == arguments
+    else:
+        assert json.loads(calls[0]["function"]["arguments"])["input"].startswith("*** Begin Patch")
+    answer = payload["messages"][-1]
+    assert answer["role"] == "tool" and answer["tool_call_id"] == calls[0]["id"]
+    if name == "family-b-tool-search-output.json":  # the loaded namespace is callable now
+        assert {"multi_agent_v1__spawn_agent", "multi_agent_v1__close_agent"} <= set(
+            _offered(payload)
+        )

@@ -464,7 +464,9 @@ class OutputWriter:
             call_id = new_id("call")
         exposed = self.calls.get(name)
         if exposed is not None and exposed.kind.item_type != "function_call":
-            return LoweredCallWriter(self, exposed, call_id)
+            lowered = LoweredCallWriter(self, exposed, call_id)
+            self._open.append(lowered)  # a call cut off is still reported, as incomplete
+            return lowered
         if exposed is not None:
             name, namespace = exposed.inner_name, exposed.namespace
         item: dict[str, Any] = {
