@@ -77,6 +77,12 @@ class Provider:
     """What a Chat Completions or harmony provider does with a hosted tool (``web_search``,
     ``file_search``...) it cannot run: drop it from what the model sees (named in the
     ``x-gateway-omitted-tools`` response header), or answer 400 naming the tool."""
+    context_window: int | None = None
+    """The context window (tokens) of every model of this provider, when the operator knows it."""
+    context_windows: Mapping[str, int] = field(default_factory=dict)
+    """Context windows of single models (upstream names); they win over ``context_window``.
+    Models with neither are looked up in the upstream's ``/models`` (see
+    :mod:`responses_gateway.context.windows`)."""
 
     @property
     def catch_all(self) -> bool:
@@ -238,7 +244,28 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         headers={str(k): str(v) for k, v in headers.items()},
         timeout=float(raw.get("timeout", 600.0)),
         hosted_tools=_hosted_policy(raw.get("hosted_tools", "omit"), name),
+        context_window=_window(raw.get("context_window"), name),
+        context_windows={
+            str(model): _window(size, name) or 0
+            for model, size in _table(raw.get("context_windows"), "context_windows", name).items()
+        },
     )
+
+
+def _table(value: Any, key: str, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"provider {name!r}: {key} must be a table")
+    return value
+
+
+def _window(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"provider {name!r}: a context window must be a positive integer")
+    return value
 
 
 def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> GatewayConfig:

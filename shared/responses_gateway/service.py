@@ -22,9 +22,13 @@ from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.background.log import LogNotifier
 from responses_gateway.background.records import UNFINISHED, current_response
-from responses_gateway.config import GatewayConfig
+from responses_gateway.config import GatewayConfig, Provider
+from responses_gateway.context.meter import ContextMeter
+from responses_gateway.context.tokens import TokenCounter
+from responses_gateway.context.windows import WindowDirectory
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
+from responses_gateway.loop.compaction import expand_compactions, from_last_compaction
 from responses_gateway.loop.driver import LoopContext, decide_start
 from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
@@ -121,6 +125,15 @@ def _tool_dict(tool: Any) -> dict[str, Any]:
     return dumped
 
 
+def _last_compacted(records: list[StoredResponse]) -> int:
+    """The index of the last record holding a ``compaction`` item (0 when none does)."""
+    for index in range(len(records) - 1, 0, -1):
+        record = records[index]
+        if any(i.get("type") == "compaction" for i in [*record.input_items, *record.output]):
+            return index
+    return 0
+
+
 def _reject_unsupported(request: CreateResponseRequest) -> None:
     if request.background and request.store is False:
         raise InvalidRequestError(
@@ -167,6 +180,10 @@ class Gateway:
         """Seconds a foreground loop may run before it hands over to the background worker
         (None: the invocation's own deadline, when the platform tells one)."""
         self.notifier = LogNotifier()
+        self.tokens = TokenCounter(client)
+        """Counts model calls' tokens (the upstream's tokenizer where it has one)."""
+        self.windows = WindowDirectory(client)
+        """Context windows per model (configuration, else the upstream's ``/models``)."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
@@ -201,6 +218,14 @@ class Gateway:
             self._mcp_client = McpClient(self._mcp_policy)
         return McpToolRegistry(tools, self._mcp_client, context, self.config.mcp_servers)
 
+    def meter(
+        self, provider: Provider, request: dict[str, Any], compaction: dict[str, Any] | None
+    ) -> ContextMeter:
+        """The context meter of one response to ``provider``."""
+        return ContextMeter(
+            provider, self.tokens, self.windows, compaction=compaction, request=request
+        )
+
     def live_context(
         self, tenant: str, state: LoopState, run: dict[str, Any], *, persist: Any = None
     ) -> LoopContext:
@@ -220,6 +245,8 @@ class Gateway:
             tools=self._gateway_tools(tools, [*state.control_items, *state.output]),
             max_tool_calls=self.max_tool_calls,
             persist=persist if persist is not None else self.persister_for(tenant, run),
+            meter=self.meter(provider, state.request, run.get("compaction")),
+            tenant=tenant,
         )
 
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
@@ -235,8 +262,11 @@ class Gateway:
         """The items a request continues, read with strongly consistent reads.
 
         A chain is read in a bounded number of round trips: the previous response names all its
-        ancestors, which are fetched together. Ancestors that expired or were deleted drop out of
-        the front of the history; the previous response itself must exist.
+        ancestors, which are fetched together. A chain holding a ``compaction`` item starts from
+        the response that holds it (the chain stored with the new response too, so a long
+        compacted chain is not read again from its start on every turn). Ancestors that expired
+        or were deleted drop out of the front of the history; the previous response itself must
+        exist.
         """
         if previous_response_id:
             previous = await self.store.get_response(tenant, previous_response_id)
@@ -252,11 +282,17 @@ class Gateway:
                         code="previous_response_in_progress",
                     )
             ancestors = await self.store.get_responses(tenant, previous.chain)
+            records = [*ancestors, previous]
+            chain = [*previous.chain, previous.id]
+            start = _last_compacted(records)
+            if start:  # what came before the compaction is summarized: later turns skip it
+                records = records[start:]
+                chain = [record.id for record in records]
             history: list[dict[str, Any]] = []
-            for record in [*ancestors, previous]:
+            for record in records:
                 history += record.input_items
                 history += record.output
-            return Context(history=history, chain=[*previous.chain, previous.id])
+            return Context(history=history, chain=chain)
         conversation_id = _conversation_id(conversation)
         if conversation_id:
             if await self.store.get_conversation(tenant, conversation_id) is None:
@@ -285,6 +321,20 @@ class Gateway:
         )
         prepared = prepare_input(request_input(request), context_ids=context.item_ids)
         approved = plan_approvals(context.history, prepared.items)
+        adapter = make_adapter(provider, self.client, self.latch)
+        transcript = expand_compactions(
+            to_model_items(from_last_compaction(context.history) + prepared.items),
+            tenant=tenant,
+            wire=adapter.wire,
+        )
+        compaction = next(
+            (
+                entry.model_dump(mode="json", exclude_none=True)
+                for entry in request.context_management or []
+                if entry.type == "compaction"
+            ),
+            None,
+        )
         if not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
                 "Missing required parameter: 'input'.",
@@ -297,10 +347,10 @@ class Gateway:
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
-            upstream_input=to_model_items(context.history + prepared.items),
+            upstream_input=transcript,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
-            next_action=decide_start(approved),
+            next_action=decide_start(approved, transcript),
         )
         adapter = make_adapter(provider, self.client, self.latch)
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
@@ -324,7 +374,9 @@ class Gateway:
             ),
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(tenant, prepared.items, context, request.store is not False),
+            tenant=tenant,
         )
+        ctx.meter = self.meter(provider, state.request, compaction)
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
@@ -344,6 +396,7 @@ class Gateway:
             "stream": bool(request.stream),
             "include_obfuscation": include_obfuscation,
             "generation": 0,
+            "compaction": compaction,
         }
         return PreparedRun(
             state=state,

@@ -37,7 +37,12 @@ EXECUTION_ARNS = (
 API_FUNCTIONS = {"StreamingFunction", "BufferedFunction"}
 UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction"}
 """The functions that call the upstream model (and so read its key)."""
-STREAMING_ROUTES = {("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}")}
+STREAMING_ROUTES = {
+    ("POST", "/v1/responses"),
+    ("GET", "/v1/responses/{response_id}"),
+    ("POST", "/v1/responses/compact"),  # these two call the upstream: its key, long timeout
+    ("POST", "/v1/responses/input_tokens"),
+}
 LWA_LAYER = re.compile(
     r"^arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:layer:"
     r"LambdaAdapterLayerArm64:\$\{LambdaAdapterLayerVersion\}$"

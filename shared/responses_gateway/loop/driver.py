@@ -21,8 +21,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from responses_gateway.adapters.base import Adapter, ModelCall
+from responses_gateway.context.errors import (
+    CONTEXT_LENGTH_MESSAGE,
+    ContextLengthExceeded,
+    as_context_length,
+)
+from responses_gateway.context.meter import ContextLimits, ContextMeter
+from responses_gateway.context.tokens import TokenCount
+from responses_gateway.context.truncate import is_kept, plan_truncation
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
 from responses_gateway.ids import new_id
+from responses_gateway.loop.compaction import (
+    compacted_transcript,
+    compaction_item,
+    summary_call,
+    summary_of,
+)
 from responses_gateway.loop.events import (
     ItemEvent,
     ItemFinished,
@@ -36,11 +50,13 @@ from responses_gateway.loop.prepared import model_transcript
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import (
     CallLlm,
+    Compact,
     ExecuteTools,
     Finish,
     InterruptForApproval,
     LoopState,
     NextAction,
+    Truncate,
 )
 from responses_gateway.loop.tools import (
     NO_GATEWAY_TOOLS,
@@ -62,7 +78,9 @@ __all__ = [
     "cancel",
     "build_model_call",
     "decide_after_call_llm",
+    "decide_after_compact",
     "decide_after_execute_tools",
+    "decide_before_call_llm",
     "decide_start",
     "tool_budget",
     "error_object",
@@ -108,6 +126,10 @@ class LoopContext:
     backends: dict[str, HostedBackend] = field(default_factory=dict)
     """Hosted tool kinds the gateway runs on this (chat or harmony) wire, by kind name."""
     extra: dict[str, Any] = field(default_factory=dict)
+    meter: ContextMeter | None = None
+    """Limits and token counts of this response's model calls (None: no context checks)."""
+    tenant: str = "local"
+    """Whose response this is (compaction items are sealed for it)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
@@ -227,9 +249,80 @@ def decide_after_execute_tools(state: LoopState) -> NextAction:
     return CallLlm()
 
 
-def decide_start(approved: tuple[str, ...]) -> NextAction:
-    """The first action: run the calls the client just approved, else call the model."""
-    return ExecuteTools(approved=approved) if approved else CallLlm()
+def decide_start(
+    approved: tuple[str, ...], transcript: list[dict[str, Any]] | None = None
+) -> NextAction:
+    """The first action: run the calls the client just approved; compact when the input ends
+    with ``compaction_trigger``; else call the model."""
+    if approved:
+        return ExecuteTools(approved=approved)
+    if transcript and transcript[-1].get("type") == "compaction_trigger":
+        return Compact("client")
+    return CallLlm()
+
+
+def _context_length_failure() -> Finish:
+    return Finish(
+        "failed", error={"code": "context_length_exceeded", "message": CONTEXT_LENGTH_MESSAGE}
+    )
+
+
+def decide_before_call_llm(
+    state: LoopState, limits: ContextLimits, measured: TokenCount | None
+) -> NextAction | None:
+    """Whether the next model call must wait for the context to shrink; None: call now.
+
+    Past the ``context_management`` threshold, compact (once per model call: never twice in a
+    row). Past the window (minus the tokens reserved for the answer), truncate the oldest items
+    under ``truncation: auto``; when nothing more can go, or under ``disabled``, fail with
+    ``context_length_exceeded`` without calling the model.
+    """
+    if measured is None:
+        return None
+    tokens = measured.tokens
+    just_compacted = bool(state.output) and state.output[-1].get("type") == "compaction"
+    if (
+        limits.compact_threshold is not None
+        and tokens > limits.compact_threshold
+        and not just_compacted
+    ):
+        return Compact("threshold")
+    if limits.window is None or tokens + limits.reserve <= limits.window:
+        return None
+    if limits.truncation == "auto":
+        excess = tokens + limits.reserve - limits.window
+        count = plan_truncation(state.upstream_input, tokens, excess)
+        if count:
+            return Truncate(count)
+    return _context_length_failure()
+
+
+def decide_after_compact(state: LoopState, action: Compact) -> NextAction:
+    """After compacting: a client's ``compaction_trigger`` ends the response with the item;
+    a threshold compaction goes on to the model call it was made for."""
+    return Finish("completed") if action.trigger == "client" else CallLlm()
+
+
+async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
+    """Measure the next call against its limits and ask the decider whether it may go."""
+    if ctx.meter is None:
+        return None
+    call = build_model_call(state, ctx)
+    limits = await ctx.meter.limits(call)
+    measured = await ctx.meter.measure(call, ctx.adapter.wire, limits)
+    action = decide_before_call_llm(state, limits, measured)
+    if action is not None:
+        logger.info(
+            "context of %s: %s tokens (%s), window %s: %s",
+            state.response_id,
+            measured.tokens if measured else None,
+            measured.source if measured else None,
+            limits.window,
+            action.kind,
+        )
+    if isinstance(action, Finish) and action.outcome == "failed":
+        ctx.failure = ContextLengthExceeded()
+    return action
 
 
 async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
@@ -237,12 +330,16 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
     try:
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
+        before = await _fit_context(state, ctx)
+        if before is not None:
+            return before
         state.turn_start = len(state.output)
         call = build_model_call(state, ctx)
         writer.calls = call.exposed
         turn = await ctx.adapter.call_llm(call, writer)
     except GatewayError as error:
         writer.close_open("incomplete")
+        error = as_context_length(error)
         ctx.failure = error
         return Finish("failed", error=error_object(error))
     except Exception:  # a bug in an adapter must still end the response properly
@@ -255,6 +352,44 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
     state.last_stop = turn.stop
     writer.close_open("completed" if turn.stop == "stop" else "incomplete")
     return decide_after_call_llm(state)
+
+
+async def _compact(state: LoopState, ctx: LoopContext, sink: Sink, action: Compact) -> NextAction:
+    """Ask the model for a summary of the transcript (no tools), emit it as a sealed
+    ``compaction`` item, and continue from the summary."""
+    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
+    call = summary_call(build_model_call(state, ctx))
+    transcript = call.input
+    scratch = LoopState(
+        response_id=state.response_id,
+        created_at=state.created_at,
+        model=state.model,
+        request={},
+        upstream_input=[],
+    )
+    index = writer.open_compaction()
+    try:
+        turn = await ctx.adapter.call_llm(call, OutputWriter(scratch, NullSink()))
+    except GatewayError as error:
+        writer.close_open("incomplete")
+        del state.output[index:]  # a compaction item without content is no item
+        error = as_context_length(error)
+        ctx.failure = error
+        return Finish("failed", error=error_object(error))
+    state.llm_calls += 1
+    state.add_usage(turn.usage)
+    summary = summary_of(scratch.output)
+    item = compaction_item(summary, tenant=ctx.tenant, item_id=str(state.output[index]["id"]))
+    writer.finish_compaction(index, str(item["encrypted_content"]))
+    state.upstream_input = compacted_transcript(transcript, summary)
+    return decide_after_compact(state, action)
+
+
+def _truncate(state: LoopState, action: Truncate) -> NextAction:
+    """Drop the oldest ``action.count`` transcript items (system/developer messages stay)."""
+    dropped, rest = state.upstream_input[: action.count], state.upstream_input[action.count :]
+    state.upstream_input = [item for item in dropped if is_kept(item)] + rest
+    return CallLlm()
 
 
 _NOT_EXECUTED = {
@@ -445,6 +580,10 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
     action = state.take_next_action()
     if isinstance(action, CallLlm):
         state.set_next_action(await _call_llm(state, ctx, sink))
+    elif isinstance(action, Compact):
+        state.set_next_action(await _compact(state, ctx, sink, action))
+    elif isinstance(action, Truncate):
+        state.set_next_action(_truncate(state, action))
     elif isinstance(action, ExecuteTools):
         state.set_next_action(await _execute_tools(state, ctx, sink, action))
     elif isinstance(action, InterruptForApproval):

@@ -616,6 +616,16 @@ class OutputWriter:
         self.sink.emit(ItemFinished(index, snapshot(self.state.output[index])))
         return index
 
+    def open_compaction(self) -> int:
+        """Open a ``compaction`` item (its content comes with :meth:`finish_compaction`)."""
+        return self._append({"id": new_id("cmp"), "type": "compaction", "encrypted_content": ""})
+
+    def finish_compaction(self, index: int, encrypted_content: str) -> None:
+        """Close the ``compaction`` item at ``index`` with its sealed content."""
+        item = self.state.output[index]
+        item["encrypted_content"] = encrypted_content
+        self.sink.emit(ItemFinished(index, snapshot(item)))
+
     def flush(self) -> None:
         """Write pending streamed text into the open items, so ``state.output`` is exact.
 

@@ -206,5 +206,16 @@ def plan_approvals(history: list[dict[str, Any]], items: list[dict[str, Any]]) -
 
 
 def model_transcript(state: LoopState) -> list[dict[str, Any]]:
-    """The items to send upstream for the next model call of ``state``."""
-    return to_model_items(state.upstream_input) + to_model_items(state.output)
+    """The items to send upstream for the next model call of ``state``.
+
+    ``compaction_trigger`` items are requests to the gateway, never sent. Output items before
+    this response's last ``compaction`` item are summarized in ``upstream_input`` already, so
+    only the output after it is sent.
+    """
+    output = state.output
+    for index in range(len(output) - 1, -1, -1):
+        if output[index].get("type") == "compaction":
+            output = output[index + 1 :]
+            break
+    items = to_model_items(state.upstream_input) + to_model_items(output)
+    return [item for item in items if item.get("type") != "compaction_trigger"]

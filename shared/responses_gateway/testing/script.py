@@ -272,6 +272,7 @@ class ScriptedUpstream:
         demo: bool = True,
         models: Iterable[str] = (),
         responses_only_models: Iterable[str] = (),
+        context_windows: Mapping[str, int] | None = None,
         brain: TurnFactory | None = None,
     ) -> None:
         """Create a script.
@@ -279,12 +280,14 @@ class ScriptedUpstream:
         Args:
             *turns: Initial turns (or factories computing a turn from ``(body, wire)``).
             demo: Answer with the demo model once the script is empty (else HTTP 500).
-            brain: A factory answering every request once the script is empty (before the
-                demo model): a model that reads the transcript, such as
-                :func:`responses_gateway.testing.brain.brain_turn`.
             models: Extra model names listed by ``GET /v1/models`` (``demo`` always is).
             responses_only_models: Models the chat endpoint refuses with OpenAI's 400
                 ``unsupported_api_for_model`` (pointing at ``/v1/responses``).
+            context_windows: ``max_model_len`` reported by ``GET /v1/models`` per model (the
+                model is listed too).
+            brain: A factory answering every request once the script is empty (before the
+                demo model): a model that reads the transcript, such as
+                :func:`responses_gateway.testing.brain.brain_turn`.
         """
         self._cond = threading.Condition()
         self._turns: deque[Turn | TurnFactory] = deque(turns)
@@ -299,6 +302,10 @@ class ScriptedUpstream:
         """Extra names for ``GET /v1/models``."""
         self.responses_only_models: set[str] = set(responses_only_models)
         """Models the chat endpoint refuses with 400 ``unsupported_api_for_model``."""
+        self.context_windows: dict[str, int] = dict(context_windows or {})
+        """``max_model_len`` per model in ``GET /v1/models`` (as vLLM reports it)."""
+        self.compactions = 0
+        """How many ``POST /v1/responses/compact`` calls were answered."""
 
     def push(self, *turns: Turn | TurnFactory) -> None:
         """Append turns to the script."""
