@@ -17,6 +17,11 @@ trusts, which a request selects by ``server_label`` alone (see ``docs/mcp.md``).
 one of ``url`` (a remote server over streamable HTTP or SSE) or ``command`` (a stdio server the
 gateway spawns). Their secrets (``headers``, ``headers_env``, ``env``, ``env_from``) are resolved
 here, at startup, and kept out of every ``repr``; every mistake is a :class:`ConfigError`.
+
+It also holds the accounting settings (see ``docs/deploy.md``): ``prices`` (US dollars per
+million tokens per model, for the usage ledger's cost estimate), ``budgets`` (token and cost
+limits per tenant per day and month) and ``operators`` (tenants whose keys may read the usage
+API). Errors name the field (``prices.gpt-4o.output must be a number``).
 """
 
 from __future__ import annotations
@@ -33,16 +38,20 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
+from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budgets
+from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 
 __all__ = [
     "ApiMode",
     "ConfigError",
     "GatewayConfig",
+    "OPERATORS_ENV",
     "McpServerTransport",
     "OperatorMcpServer",
     "Provider",
     "load_config",
     "parse_config",
+    "parse_config_text",
 ]
 
 ApiMode = Literal["auto", "chat", "responses", "harmony"]
@@ -120,6 +129,12 @@ class GatewayConfig:
     providers: tuple[Provider, ...]
     mcp_servers: tuple[OperatorMcpServer, ...] = ()
     """MCP servers requests may select by ``server_label`` (with no ``server_url``)."""
+    prices: PriceTable = field(default_factory=PriceTable)
+    """Per-model prices: the usage ledger's cost estimate (unpriced models cost 0)."""
+    budgets: BudgetPolicy | None = None
+    """Per-tenant limits; None: no budget checks (not even of limits set in the store)."""
+    operators: frozenset[str] = frozenset()
+    """Tenants whose API keys may use the operator endpoints (the usage API)."""
 
     def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
         """The operator MCP server labelled ``server_label``, or ``None``."""
@@ -217,7 +232,53 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         raise ConfigError("provider names must be unique")
     if sum(1 for p in providers if p.default) > 1:
         raise ConfigError("at most one provider may be the default")
-    return GatewayConfig(providers, _mcp_servers(data.get("mcp_servers"), env))
+    try:
+        prices = parse_prices(data.get("prices"))
+        budgets = parse_budgets(data.get("budgets"))
+    except (PriceError, BudgetError) as exc:
+        raise ConfigError(str(exc)) from None
+    return GatewayConfig(
+        providers,
+        _mcp_servers(data.get("mcp_servers"), env),
+        prices=prices,
+        budgets=budgets,
+        operators=_operators(data.get("operators"), env),
+    )
+
+
+OPERATORS_ENV = "GATEWAY_OPERATOR_TENANTS"
+"""Tenants (comma separated) whose keys may use the operator endpoints, besides ``operators``."""
+
+
+def _operators(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list) or not all(isinstance(t, str) and t for t in raw):
+        raise ConfigError("operators must be a list of tenant names")
+    extra = [t.strip() for t in env.get(OPERATORS_ENV, "").split(",") if t.strip()]
+    return frozenset([*raw, *extra])
+
+
+def parse_config_text(
+    text: str, source: str, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """Parse a config document (JSON when it starts with ``{``, else TOML) from ``source`` (a
+    path or an SSM parameter name, for messages).
+
+    Raises:
+        ConfigError: unparseable, or a rule broken (the message names the source and field).
+    """
+    stripped = text.lstrip()
+    try:
+        data = json.loads(text) if stripped.startswith("{") else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot parse {source}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the config must be a table")
+    try:
+        return parse_config(data, env)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
 
 
 def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
@@ -226,11 +287,7 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
     path = env.get("GATEWAY_CONFIG")
     if path:
         text = Path(path).read_text(encoding="utf-8")
-        try:
-            data = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
-        except (ValueError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot parse {path}: {exc}") from exc
-        return parse_config(data, env)
+        return parse_config_text(text, path, env)
     base_url = env.get("UPSTREAM_BASE_URL")
     if not base_url:
         return None

@@ -5,6 +5,10 @@ Owns :func:`step` (run exactly one action, so a worker can checkpoint between ac
 next action from the state alone. Each arm of :func:`step` does one job and then asks a decider;
 there is no "if it has tools, loop, else return" branch anywhere else.
 
+Budgets: before every model call the driver asks the context's budget guard (when it has one)
+for a :class:`~responses_gateway.usage.budget.BudgetStatus`, and :func:`decide_before_call_llm`
+turns it into the action: the call, or ``Finish("incomplete", reason="budget_exceeded")``.
+
 Errors: a :class:`~responses_gateway.errors.GatewayError` raised by an adapter fails the response
 through the same render step as every other ending; the exception itself is kept on
 :class:`LoopContext` for the HTTP edge (which turns it into a status code when nothing has been
@@ -18,7 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
@@ -41,14 +45,17 @@ from responses_gateway.loop.state import (
     NextAction,
 )
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+from responses_gateway.usage.budget import BUDGET_EXCEEDED, BudgetStatus
 
 __all__ = [
+    "BudgetCheck",
     "LoopContext",
     "Persist",
     "cancel",
     "build_model_call",
     "decide_after_call_llm",
     "decide_after_execute_tools",
+    "decide_before_call_llm",
     "decide_start",
     "tool_budget",
     "error_object",
@@ -74,6 +81,12 @@ Persist = Callable[[LoopState, dict[str, Any]], Awaitable[None]]
 """Stores a finished response (state and its rendered object) before the client hears of it."""
 
 
+class BudgetCheck(Protocol):
+    """Answers whether the response's tenant may make another model call."""
+
+    async def status(self, state: LoopState) -> BudgetStatus: ...
+
+
 @dataclass(slots=True)
 class LoopContext:
     """The live, per-invocation parts of a loop run (never serialized)."""
@@ -91,6 +104,8 @@ class LoopContext:
     """The error that failed the response, for the HTTP edge."""
     writer: OutputWriter | None = None
     """The writer of the model call in progress (so a cancellation can close its items)."""
+    budget: BudgetCheck | None = None
+    """Asked before every model call (None: no budget applies)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -187,6 +202,14 @@ def decide_after_execute_tools(state: LoopState) -> NextAction:
         return InterruptForApproval(tuple(approvals))
     if _turn(state, "function_call"):
         return Finish("completed")
+    return CallLlm()
+
+
+def decide_before_call_llm(state: LoopState, budget: BudgetStatus | None) -> NextAction:
+    """Whether the pending model call may run: a spent budget ends the response
+    ``incomplete`` (reason ``budget_exceeded``) with what it produced so far."""
+    if budget is not None and budget.exceeded is not None:
+        return Finish("incomplete", reason=BUDGET_EXCEEDED)
     return CallLlm()
 
 
@@ -326,6 +349,8 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
         state.started = True
         sink.emit(ResponseStarted(render_response(state)))
     action = state.take_next_action()
+    if isinstance(action, CallLlm) and ctx.budget is not None:
+        action = decide_before_call_llm(state, await ctx.budget.status(state))
     if isinstance(action, CallLlm):
         state.set_next_action(await _call_llm(state, ctx, sink))
     elif isinstance(action, ExecuteTools):
