@@ -170,6 +170,8 @@ class Gateway:
         """Seconds a foreground loop may run before it hands over to the background worker
         (None: the invocation's own deadline, when the platform tells one)."""
         self.notifier = LogNotifier()
+        self.usage_observers: list[Any] = []
+        """Called with each :class:`UsageEntry` the ledger counted (metrics); never raise."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
@@ -236,6 +238,12 @@ class Gateway:
             return
         if not counted:
             _log.info("usage of %s was already recorded", state.response_id)
+            return
+        for observe in self.usage_observers:
+            try:
+                observe(entry)
+            except Exception:
+                _log.exception("a usage observer failed")
 
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
         """The record writer of a run described by a checkpoint's ``run`` (its usage is

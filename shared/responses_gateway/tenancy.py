@@ -150,8 +150,11 @@ class KeyRing:
         return found
 
 
-def parse_keys(text: str, *, source: str = KEYS_ENV) -> KeyRing:
+def parse_keys(text: str, *, source: str = KEYS_ENV, allow_empty: bool = False) -> KeyRing:
     """A :class:`KeyRing` from ``key:tenant`` entries separated by commas or newlines.
+
+    ``allow_empty``: no entry is a ring that refuses every key (a key file whose last key was
+    revoked) instead of an error.
 
     Raises:
         TenancyConfigError: an empty key, a malformed tenant, a key listed twice, or no entry.
@@ -181,7 +184,7 @@ def parse_keys(text: str, *, source: str = KEYS_ENV) -> KeyRing:
                 raise TenancyConfigError(f"{where}: a key is listed twice")
             seen.add(digest)
             entries.append((digest, tenant))
-    if not entries:
+    if not entries and not allow_empty:
         raise TenancyConfigError(f"{source} is set but lists no key")
     return KeyRing(tuple(entries))
 
@@ -248,7 +251,7 @@ class TenancyPolicy:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as exc:
                 raise TenancyConfigError(f"cannot read {KEYS_FILE_ENV}: {exc.strerror}") from None
-            keys = parse_keys(text, source=KEYS_FILE_ENV)
+            keys = parse_keys(text, source=KEYS_FILE_ENV, allow_empty=True)
         trust = env.get(TRUST_ENV, "").strip().lower() in _TRUE
         return cls(keys=keys, trust_lambda_context=trust)
 
