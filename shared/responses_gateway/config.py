@@ -51,6 +51,8 @@ __all__ = [
     "Provider",
     "load_config",
     "parse_config",
+    "config_document",
+    "parse_config_data",
     "parse_config_text",
 ]
 
@@ -259,22 +261,36 @@ def _operators(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
     return frozenset([*raw, *extra])
 
 
-def parse_config_text(
-    text: str, source: str, env: Mapping[str, str] | None = None
-) -> GatewayConfig:
-    """Parse a config document (JSON when it starts with ``{``, else TOML) from ``source`` (a
-    path or an SSM parameter name, for messages).
+def config_document(text: str, source: str) -> dict[str, Any]:
+    """A config document (JSON when it starts with ``{``, else TOML) as a table.
 
     Raises:
-        ConfigError: unparseable, or a rule broken (the message names the source and field).
+        ConfigError: unparseable (the message names ``source``).
     """
-    stripped = text.lstrip()
     try:
-        data = json.loads(text) if stripped.startswith("{") else tomllib.loads(text)
+        data = json.loads(text) if text.lstrip().startswith("{") else tomllib.loads(text)
     except (ValueError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot parse {source}: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the config must be a table")
+    return data
+
+
+def parse_config_text(
+    text: str, source: str, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """Parse a config document from ``source`` (a path or an SSM parameter name, for messages).
+
+    Raises:
+        ConfigError: unparseable, or a rule broken (the message names the source and field).
+    """
+    return parse_config_data(config_document(text, source), source, env)
+
+
+def parse_config_data(
+    data: Mapping[str, Any], source: str, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """:func:`parse_config` with errors prefixed by ``source``."""
     try:
         return parse_config(data, env)
     except ConfigError as exc:

@@ -37,12 +37,19 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from responses_gateway.config import ConfigError, GatewayConfig, load_config
+from responses_gateway.config import (
+    ConfigError,
+    GatewayConfig,
+    config_document,
+    load_config,
+    parse_config_data,
+)
 from responses_gateway.tenancy import REQUEST_CONTEXT_HEADER, TenancyPolicy, api_key_id
 
 if TYPE_CHECKING:
@@ -50,6 +57,7 @@ if TYPE_CHECKING:
     from responses_gateway.usage.records import UsageEntry
 
 __all__ = [
+    "CONFIG_PARAMETER_ENV",
     "DEFAULT_NAMESPACE",
     "DEFAULT_SERVICE",
     "AccessLog",
@@ -76,6 +84,8 @@ background worker."""
 
 KEY_PARAMETER_ENV = "UPSTREAM_API_KEY_PARAMETER"
 """Name of an SSM SecureString parameter holding the upstream key."""
+CONFIG_PARAMETER_ENV = "GATEWAY_CONFIG_PARAMETER"
+"""Name of an SSM parameter holding the whole configuration (JSON or TOML)."""
 KEY_SECRET_ENV = "UPSTREAM_API_KEY_SECRET"
 """Name or ARN of a Secrets Manager secret holding the upstream key (a string, or a JSON object
 with ``api_key``)."""
@@ -656,13 +666,94 @@ def upstream_api_key(env: Mapping[str, str]) -> str | None:
     return key
 
 
-def load_lambda_config(env: Mapping[str, str]) -> GatewayConfig:
-    """The providers from ``UPSTREAM_*`` / ``GATEWAY_CONFIG``, with the upstream key read from
-    SSM or Secrets Manager when the environment names one.
+def _read_secret(kind: str, name: str, where: str) -> str:
+    """A value from SSM (``parameter``, decrypted) or Secrets Manager (``secret``) through
+    Powertools Parameters (cached five minutes).
 
     Raises:
-        ConfigError: no upstream configured, or the key cannot be read.
+        ConfigError: unreadable (the message names ``where`` and the name, never a value).
     """
+    try:
+        from aws_lambda_powertools.utilities import parameters
+    except ImportError as exc:
+        raise ConfigError(f"{where}: reading {name} needs aws-lambda-powertools") from exc
+    try:
+        if kind == "parameter":
+            value: Any = parameters.get_parameter(name, decrypt=True, max_age=_SECRET_MAX_AGE)
+        else:
+            value = parameters.get_secret(name, max_age=_SECRET_MAX_AGE)
+    except Exception as exc:
+        label = "SSM parameter" if kind == "parameter" else "secret"
+        raise ConfigError(f"{where}: cannot read {label} {name}: {type(exc).__name__}") from None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: {name} is empty")
+    return value
+
+
+_PROVIDER_SECRETS = (("api_key_parameter", "parameter"), ("api_key_secret", "secret"))
+"""Provider fields naming where its key lives, for deployed configurations."""
+
+
+def _resolve_provider_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with each provider's ``api_key_parameter`` / ``api_key_secret`` replaced by the
+    ``api_key`` it names (read now, at cold start)."""
+    providers = data.get("providers")
+    if not isinstance(providers, list):
+        return data
+    resolved = []
+    for index, raw in enumerate(providers):
+        if not isinstance(raw, dict):
+            resolved.append(raw)
+            continue
+        provider = dict(raw)
+        named = [(field, kind) for field, kind in _PROVIDER_SECRETS if provider.get(field)]
+        if len(named) > 1 or (named and provider.get("api_key")):
+            raise ConfigError(
+                f"providers[{index}]: give one of api_key, api_key_parameter, api_key_secret"
+            )
+        for field_name, kind in named:
+            name = provider.pop(field_name)
+            if not isinstance(name, str):
+                raise ConfigError(f"providers[{index}].{field_name} must be a string")
+            text = _read_secret(kind, name, f"providers[{index}].{field_name}")
+            key = _secret_text(text)
+            if key is None:
+                raise ConfigError(f"providers[{index}].{field_name}: {name} holds no key")
+            provider["api_key"] = key
+        resolved.append(provider)
+    return {**data, "providers": resolved}
+
+
+def load_lambda_config(env: Mapping[str, str]) -> GatewayConfig:
+    """The gateway's configuration as a deployed function loads it, at cold start:
+
+    - ``GATEWAY_CONFIG_PARAMETER``: the whole configuration (JSON or TOML) from that SSM
+      parameter; or ``GATEWAY_CONFIG``: from that file (shipped with the build);
+      providers may name their key with ``api_key_parameter`` (SSM SecureString) or
+      ``api_key_secret`` (Secrets Manager), read now;
+    - otherwise one provider from ``UPSTREAM_*``, its key from ``UPSTREAM_API_KEY_PARAMETER`` /
+      ``UPSTREAM_API_KEY_SECRET``.
+
+    Raises:
+        ConfigError: no upstream configured, a key or the parameter cannot be read, or the
+            configuration breaks a rule (the message names the source and the field).
+    """
+    parameter = env.get(CONFIG_PARAMETER_ENV, "").strip()
+    path = env.get("GATEWAY_CONFIG", "").strip()
+    if parameter or path:
+        if parameter:
+            source = f"SSM parameter {parameter}"
+            text = _read_secret("parameter", parameter, CONFIG_PARAMETER_ENV)
+        else:
+            source = path
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read GATEWAY_CONFIG {path}: {exc.strerror}") from None
+        data = _resolve_provider_keys(config_document(text, source))
+        return parse_config_data(data, source, env)
     key = upstream_api_key(env)
     if key is not None:
         env = {**env, "UPSTREAM_API_KEY": key}
