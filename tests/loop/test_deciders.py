@@ -106,3 +106,19 @@ def test_decide_start_without_approvals_calls_llm() -> None:
 
 def test_decide_start_with_approvals_executes_them_first() -> None:
     assert decide_start(("mcpr_1", "mcpr_2")) == ExecuteTools(approved=("mcpr_1", "mcpr_2"))
+
+
+def test_decide_before_call_llm_without_a_budget_calls_the_model() -> None:
+    from responses_gateway.loop.driver import decide_before_call_llm
+    from responses_gateway.usage.budget import BudgetStatus
+
+    assert decide_before_call_llm(_state([]), None) == CallLlm()
+    assert decide_before_call_llm(_state([]), BudgetStatus()) == CallLlm()
+
+
+def test_decide_before_call_llm_spent_budget_finishes_incomplete() -> None:
+    from responses_gateway.loop.driver import decide_before_call_llm
+    from responses_gateway.usage.budget import BudgetStatus
+
+    action = decide_before_call_llm(_state([MESSAGE]), BudgetStatus("daily_tokens"))
+    assert action == Finish("incomplete", reason="budget_exceeded")

@@ -203,7 +203,9 @@ def parse_budgets(raw: Any) -> BudgetPolicy | None:
     if raw is None:
         return None
     default = parse_limits(raw, "budgets")
-    tenants_raw = raw.get("tenants") or {}
+    tenants_raw = raw.get("tenants")
+    if tenants_raw is None:
+        tenants_raw = {}
     if not isinstance(tenants_raw, Mapping):
         raise BudgetError("budgets.tenants must be a table of tenants")
     tenants = {}
