@@ -134,3 +134,13 @@ def test_served_gateway_refuses_a_revoked_key(
             assert http.post("/v1/responses", json=body, headers=headers).status_code == 401
     finally:
         server.stop()
+
+
+def test_revoke_keeps_other_entries_and_comments_of_a_line(tmp_path: Path) -> None:
+    path = tmp_path / "keys"
+    path.write_text("sk-a:acme, sk-b:beta  # team keys\nsk-bare\nsk-c:acme\n")
+    removed = LocalKeyFile(path).revoke("acme")
+    assert [k.key_id for k in removed] == [key_id_of("sk-a"), key_id_of("sk-c")]
+    assert path.read_text() == "sk-b:beta  # team keys\nsk-bare\n"
+    assert [k.key_id for k in LocalKeyFile(path).revoke("local")] == [key_id_of("sk-bare")]
+    assert path.read_text() == "sk-b:beta  # team keys\n"

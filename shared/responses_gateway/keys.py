@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from responses_gateway.tenancy import _TENANT, key_id_of
+from responses_gateway.tenancy import key_id_of, valid_tenant
 
 __all__ = ["TENANT_TAG", "ApiGatewayKeys", "CreatedKey", "KeyInfo", "KeysError", "LocalKeyFile"]
 
@@ -59,9 +59,17 @@ class CreatedKey:
 
 
 def _check_tenant(tenant: str) -> str:
-    if not _TENANT.fullmatch(tenant):
+    if not valid_tenant(tenant):
         raise KeysError(f"tenant {tenant!r} must be 1-128 of A-Z a-z 0-9 . _ @ -")
     return tenant
+
+
+def _split(entry: str) -> tuple[str, str]:
+    """(key, tenant) of a ``key:tenant`` entry (a bare key acts for ``local``)."""
+    key, sep, tenant = entry.rpartition(":")
+    if not sep:
+        return entry.strip(), "local"
+    return key.strip(), tenant.strip()
 
 
 def new_key_value() -> str:
@@ -88,10 +96,8 @@ class LocalKeyFile:
                 entry = raw.strip()
                 if not entry:
                     continue
-                key, sep, tenant = entry.rpartition(":")
-                if not sep:
-                    key, tenant = entry, "local"
-                yield number, key.strip(), tenant.strip()
+                key, tenant = _split(entry)
+                yield number, key, tenant
 
     def _write(self, lines: builtins.list[str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,40 +127,33 @@ class LocalKeyFile:
 
     def revoke(self, tenant: str, key_id: str | None = None) -> builtins.list[KeyInfo]:
         """Remove ``tenant``'s keys (only ``key_id`` when given); returns what was removed.
+        Other entries and comments stay as they were.
 
         Raises:
             KeysError: nothing matched.
         """
+
+        def doomed(entry: str) -> bool:
+            key, sep, owner = entry.rpartition(":")
+            if not sep:
+                key, owner = entry, "local"
+            return owner.strip() == tenant and (key_id is None or key_id_of(key.strip()) == key_id)
+
         removed: builtins.list[KeyInfo] = []
-        drop: set[int] = set()
-        lines = self._lines()
-        for number, key, owner in self._entries():
-            if owner == tenant and (key_id is None or key_id_of(key) == key_id):
-                removed.append(KeyInfo(key_id_of(key), owner))
-                drop.add(number)
-        if not removed:
-            raise KeysError(f"no key of tenant {tenant!r} matches")
         kept: builtins.list[str] = []
-        for number, line in enumerate(lines):
-            if number not in drop:
+        for line in self._lines():
+            body, hash_, comment = line.partition("#")
+            entries = [e.strip() for e in body.split(",") if e.strip()]
+            gone = [e for e in entries if doomed(e)]
+            if not gone:
                 kept.append(line)
                 continue
-            # The line may hold several entries: keep the others.
-            body, _, comment = line.partition("#")
-            others = [
-                part.strip()
-                for part in body.split(",")
-                if part.strip()
-                and not (
-                    part.strip().rpartition(":")[2].strip() == tenant
-                    and (
-                        key_id is None
-                        or key_id_of(part.strip().rpartition(":")[0].strip()) == key_id
-                    )
-                )
-            ]
-            if others:
-                kept.append(", ".join(others) + (f"  #{comment}" if comment else ""))
+            removed += [KeyInfo(key_id_of(_split(e)[0]), tenant) for e in gone]
+            rest = ", ".join(e for e in entries if e not in gone)
+            if rest or comment.strip():
+                kept.append(f"{rest}  {hash_}{comment}".strip() if hash_ else rest)
+        if not removed:
+            raise KeysError(f"no key of tenant {tenant!r} matches")
         self._write(kept)
         return removed
 

@@ -56,6 +56,7 @@ __all__ = [
     "authorize",
     "bearer_token",
     "key_id_of",
+    "valid_tenant",
     "current_policy",
     "parse_keys",
 ]
@@ -106,6 +107,11 @@ def _digest(key: str) -> bytes:
 
 def _key_id(digest: bytes) -> str:
     return "key_" + digest[:8].hex()
+
+
+def valid_tenant(name: str) -> bool:
+    """Whether ``name`` may be a tenant: 1-128 of ``A-Z a-z 0-9 . _ @ -``."""
+    return _TENANT.fullmatch(name) is not None
 
 
 def key_id_of(key: str) -> str:
