@@ -320,3 +320,36 @@ def test_a_loop_crossing_its_budget_stops_incomplete_without_another_model_call(
     assert len(stack.upstream.model_requests()) == 1
     assert stack.upstream.pending == 1
     assert response.usage is not None and response.usage.total_tokens == 22
+
+
+def test_an_approval_and_its_continuation_are_each_counted(
+    stack: UsageStack, calc: RunningMcpServer
+) -> None:
+    client = stack.client("beta")
+    zero = {"input_tokens": 0, "output_tokens": 0, "num_model_requests": 0}
+    listed = stack.usage("ops", start_time=_today()).json()["data"]
+    before = _by_project(stack).get("beta", zero) if listed else zero
+    tool = {k: v for k, v in _calc(calc).items() if k != "require_approval"}
+    stack.upstream.push(
+        Turn(tool_calls=[ToolCall("calc__add", '{"a":5,"b":5}', "call_1")], usage=Usage(31, 3)),
+        Turn(text="It is 10.", usage=Usage(37, 4)),
+    )
+    first = client.responses.create(model=MODEL, input="5+5", tools=[tool])  # type: ignore[list-item]
+    assert [i.type for i in first.output] == ["mcp_list_tools", "mcp_approval_request"]
+    approval = {
+        "type": "mcp_approval_response",
+        "approval_request_id": first.output[1].id,  # type: ignore[union-attr]
+        "approve": True,
+    }
+    second = client.responses.create(
+        model=MODEL,
+        input=[approval],
+        tools=[tool],
+        previous_response_id=first.id,  # type: ignore[list-item]
+    )
+    assert [i.type for i in second.output] == ["mcp_call", "message"]
+    after = _by_project(stack)["beta"]
+    assert after["input_tokens"] - before["input_tokens"] == 31 + 37
+    assert after["output_tokens"] - before["output_tokens"] == 3 + 4
+    assert after["num_model_requests"] - before["num_model_requests"] == 2
+    assert stack_entry(stack, "beta", second.id)["tool_calls"] == 1
