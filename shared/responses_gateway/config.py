@@ -20,6 +20,10 @@ here, at startup, and kept out of every ``repr``; every mistake is a :class:`Con
 
 ``tool_backends`` give a hosted tool type (``web_search``) a backend on Chat Completions and
 harmony providers: a tool of an operator MCP server the gateway calls (see ``docs/tools.md``).
+It also holds the accounting settings (see ``docs/deploy.md``): ``prices`` (US dollars per
+million tokens per model, for the usage ledger's cost estimate), ``budgets`` (token and cost
+limits per tenant per day and month) and ``operators`` (tenants whose keys may read the usage
+API). Errors name the field (``prices.gpt-4o.output must be a number``).
 """
 
 from __future__ import annotations
@@ -36,17 +40,23 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
+from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budgets
+from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 
 __all__ = [
     "ApiMode",
     "ConfigError",
     "GatewayConfig",
+    "OPERATORS_ENV",
     "McpServerTransport",
     "OperatorMcpServer",
     "Provider",
     "ToolBackend",
     "load_config",
     "parse_config",
+    "config_document",
+    "parse_config_data",
+    "parse_config_text",
 ]
 
 ApiMode = Literal["auto", "chat", "responses", "harmony"]
@@ -166,6 +176,13 @@ class GatewayConfig:
             if backend.type == kind:
                 return backend
         return None
+
+    prices: PriceTable = field(default_factory=PriceTable)
+    """Per-model prices: the usage ledger's cost estimate (unpriced models cost 0)."""
+    budgets: BudgetPolicy | None = None
+    """Per-tenant limits; None: no budget checks (not even of limits set in the store)."""
+    operators: frozenset[str] = frozenset()
+    """Tenants whose API keys may use the operator endpoints (the usage API)."""
 
     def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
         """The operator MCP server labelled ``server_label``, or ``None``."""
@@ -301,7 +318,19 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
     if sum(1 for p in providers if p.default) > 1:
         raise ConfigError("at most one provider may be the default")
     servers = _mcp_servers(data.get("mcp_servers"), env)
-    return GatewayConfig(providers, servers, _tool_backends(data.get("tool_backends"), servers))
+    try:
+        prices = parse_prices(data.get("prices"))
+        budgets = parse_budgets(data.get("budgets"))
+    except (PriceError, BudgetError) as exc:
+        raise ConfigError(str(exc)) from None
+    return GatewayConfig(
+        providers,
+        servers,
+        _tool_backends(data.get("tool_backends"), servers),
+        prices=prices,
+        budgets=budgets,
+        operators=_operators(data.get("operators"), env),
+    )
 
 
 def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[ToolBackend, ...]:
@@ -337,17 +366,62 @@ def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[To
     return tuple(backends)
 
 
+OPERATORS_ENV = "GATEWAY_OPERATOR_TENANTS"
+"""Tenants (comma separated) whose keys may use the operator endpoints, besides ``operators``."""
+
+
+def _operators(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list) or not all(isinstance(t, str) and t for t in raw):
+        raise ConfigError("operators must be a list of tenant names")
+    extra = [t.strip() for t in env.get(OPERATORS_ENV, "").split(",") if t.strip()]
+    return frozenset([*raw, *extra])
+
+
+def config_document(text: str, source: str) -> dict[str, Any]:
+    """A config document (JSON when it starts with ``{``, else TOML) as a table.
+
+    Raises:
+        ConfigError: unparseable (the message names ``source``).
+    """
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot parse {source}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the config must be a table")
+    return data
+
+
+def parse_config_text(
+    text: str, source: str, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """Parse a config document from ``source`` (a path or an SSM parameter name, for messages).
+
+    Raises:
+        ConfigError: unparseable, or a rule broken (the message names the source and field).
+    """
+    return parse_config_data(config_document(text, source), source, env)
+
+
+def parse_config_data(
+    data: Mapping[str, Any], source: str, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """:func:`parse_config` with errors prefixed by ``source``."""
+    try:
+        return parse_config(data, env)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
 def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
     """The configuration from ``GATEWAY_CONFIG`` or ``UPSTREAM_*``; None when neither is set."""
     env = os.environ if env is None else env
     path = env.get("GATEWAY_CONFIG")
     if path:
         text = Path(path).read_text(encoding="utf-8")
-        try:
-            data = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
-        except (ValueError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot parse {path}: {exc}") from exc
-        return parse_config(data, env)
+        return parse_config_text(text, path, env)
     base_url = env.get("UPSTREAM_BASE_URL")
     if not base_url:
         return None

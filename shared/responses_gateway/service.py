@@ -3,14 +3,16 @@
 Owns the steps between a parsed JSON body and the agent loop: validation (through
 :mod:`responses_gateway.protocol`), the checks for what this gateway version serves, model routing,
 adapter selection, the context a request continues (a ``previous_response_id`` chain or a
-conversation, read from the store) and how the finished response is persisted (the loop's
-``persist`` hook). It knows nothing about HTTP or SSE framing (that is
-:mod:`responses_gateway.app`) and runs nothing itself: callers run the returned
-:class:`PreparedRun` through :func:`responses_gateway.loop.run_loop`.
+conversation, read from the store), the tenant's budget (checked before the request starts, and
+by the loop before each model call) and how the finished response is persisted (the loop's
+``persist`` hook: the record, the conversation append and the usage ledger entry). It knows
+nothing about HTTP or SSE framing (that is :mod:`responses_gateway.app`) and runs nothing itself:
+callers run the returned :class:`PreparedRun` through :func:`responses_gateway.loop.run_loop`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ from responses_gateway.config import GatewayConfig, Provider
 from responses_gateway.context.meter import ContextMeter
 from responses_gateway.context.tokens import TokenCounter
 from responses_gateway.context.windows import WindowDirectory
-from responses_gateway.errors import InvalidRequestError, NotFoundError
+from responses_gateway.errors import InvalidRequestError, NotFoundError, QuotaExceededError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.compaction import expand_compactions, from_last_compaction
 from responses_gateway.loop.driver import LoopContext, decide_start
@@ -49,12 +51,16 @@ from responses_gateway.protocol.request import (
 )
 from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
+from responses_gateway.usage.budget import BudgetGuard
+from responses_gateway.usage.ledger import usage_entry
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["Context", "Gateway", "PreparedRun", "previous_not_found"]
 
 _APPENDED_STATUSES = frozenset({"completed", "incomplete"})
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -186,6 +192,8 @@ class Gateway:
         """Counts model calls' tokens (the upstream's tokenizer where it has one)."""
         self.windows = WindowDirectory(client)
         """Context windows per model (configuration, else the upstream's ``/models``)."""
+        self.usage_observers: list[Any] = []
+        """Called with each :class:`UsageEntry` the ledger counted (metrics); never raise."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
@@ -249,14 +257,55 @@ class Gateway:
             persist=persist if persist is not None else self.persister_for(tenant, run),
             meter=self.meter(provider, state.request, run.get("compaction")),
             tenant=tenant,
+            budget=self.budget_guard(tenant),
         )
 
+    def budget_guard(self, tenant: str) -> BudgetGuard | None:
+        """The tenant's budget guard, or None when the configuration sets no budgets."""
+        if self.config.budgets is None:
+            return None
+        return BudgetGuard(self.store, tenant, self.config.budgets, self.config.prices)
+
+    async def record_usage(
+        self, tenant: str, run: dict[str, Any], state: LoopState, *, background: bool
+    ) -> None:
+        """Add the ended response ``state`` to the usage ledger (idempotent per response id:
+        a retried worker or a second ending counts nothing more)."""
+        entry = usage_entry(
+            state,
+            tenant=tenant,
+            api_key_id=str(run.get("api_key_id") or ""),
+            prices=self.config.prices,
+            ended_at=int(time.time()),
+            background=background,
+        )
+        try:
+            counted = await self.store.record_usage(entry)
+        except Exception:  # accounting never fails a response; the log line says what was lost
+            _log.exception(
+                "could not record the usage of %s (tenant %s, model %s, %d tokens)",
+                state.response_id,
+                tenant,
+                state.model,
+                entry.counts.total_tokens,
+            )
+            return
+        if not counted:
+            _log.info("usage of %s was already recorded", state.response_id)
+            return
+        for observe in self.usage_observers:
+            try:
+                observe(entry)
+            except Exception:
+                _log.exception("a usage observer failed")
+
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
-        """The record writer of a run described by a checkpoint's ``run``."""
+        """The record writer of a run described by a checkpoint's ``run`` (its usage is
+        recorded by :func:`~responses_gateway.background.runs.commit_ending`, not here)."""
         context = Context(
             chain=list(run.get("chain") or []), conversation_id=run.get("conversation")
         )
-        return self._persister(tenant, list(run.get("input_items") or []), context, True)
+        return self._persister(tenant, list(run.get("input_items") or []), context, True, None)
 
     async def load_context(
         self, tenant: str, previous_response_id: str | None, conversation: Any
@@ -303,11 +352,13 @@ class Gateway:
             return Context(history=items, conversation_id=conversation_id)
         return Context()
 
-    async def prepare(self, body: Any, tenant: str) -> PreparedRun:
-        """Validate a create body (raw JSON bytes or parsed), load its context, build its loop.
+    async def prepare(self, body: Any, tenant: str, *, api_key_id: str = "") -> PreparedRun:
+        """Validate a create body (raw JSON bytes or parsed), load its context, check the
+        tenant's budget, build its loop.
 
         Raises:
             GatewayError: bad input, unknown model, or a context that does not exist.
+            QuotaExceededError: the tenant's budget is spent (nothing was sent upstream).
         """
         request = parse_create_request(body)
         _reject_unsupported(request)
@@ -320,9 +371,13 @@ class Gateway:
         provider, upstream_model = self.config.route(request.model)
         raw_input = request_input(request)
         opened = open_client_reasoning(raw_input, tenant)
-        context = await self.load_context(
-            tenant, request.previous_response_id, request.conversation
+        guard = self.budget_guard(tenant)
+        admitted, context = await asyncio.gather(
+            guard.admit() if guard is not None else _no_status(),
+            self.load_context(tenant, request.previous_response_id, request.conversation),
         )
+        if admitted is not None and admitted.exceeded is not None:
+            raise QuotaExceededError(admitted.message())
         context_ids = context.item_ids
         wanted = [i for i in reference_ids(raw_input) if i not in context_ids]
         resolved = await self.store.get_items(tenant, wanted) if wanted else {}
@@ -383,13 +438,17 @@ class Gateway:
                 list(request.tools or []), [*context.history, *prepared.items]
             ),
             max_tool_calls=self.max_tool_calls,
-            persist=self._persister(tenant, prepared.items, context, request.store is not False),
+            persist=self._persister(
+                tenant, prepared.items, context, request.store is not False, api_key_id
+            ),
+            budget=guard,
             tenant=tenant,
         )
         ctx.meter = self.meter(provider, state.request, compaction)
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
+            "api_key_id": api_key_id,
             "input_items": prepared.items,
             "chain": context.chain,
             "conversation": context.conversation_id,
@@ -423,9 +482,27 @@ class Gateway:
         )
 
     def _persister(
-        self, tenant: str, input_items: list[dict[str, Any]], context: Context, store: bool
+        self,
+        tenant: str,
+        input_items: list[dict[str, Any]],
+        context: Context,
+        store: bool,
+        api_key_id: str | None,
     ) -> Any:
+        """The ending writer: the record, the conversation append and (``api_key_id`` not None:
+        a foreground loop) the usage ledger entry, written in parallel with the record."""
+
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
+            if api_key_id is None:
+                await write(state, response)
+                return
+            run = {"api_key_id": api_key_id}
+            await asyncio.gather(
+                write(state, response),
+                self.record_usage(tenant, run, state, background=False),
+            )
+
+        async def write(state: LoopState, response: dict[str, Any]) -> None:
             if store:
                 await self.store.put_response(
                     StoredResponse(
@@ -443,3 +520,7 @@ class Gateway:
                 )
 
         return persist
+
+
+async def _no_status() -> None:
+    return None

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
-from responses_gateway.api import conversations, responses
+from responses_gateway.api import conversations, responses, usage
 from responses_gateway.store.table import TABLE_DEFINITION, TTL_ATTRIBUTE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,7 @@ def _routes(cfn: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def _app_routes() -> set[tuple[str, str]]:
     return {
         (method, route.path)
-        for router in (responses.router, conversations.router)
+        for router in (responses.router, conversations.router, usage.router)
         for route in router.routes
         if isinstance(route, APIRoute)
         for method in route.methods or ()
@@ -284,8 +284,13 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
                 assert condition is None
                 assert all(_table_arn(r) for r in resources), name
                 assert "dynamodb:DeleteTable" not in actions
+            elif "${ConfigSecretsPrefix}/*" in json.dumps(resources):
+                # the configuration parameter and providers' keys: reads under one prefix
+                assert condition is None
+                assert name.removesuffix("Role") in UPSTREAM_CALLERS | {"BufferedFunction"}
+                assert all(a.startswith(("ssm:Get", "secretsmanager:Get")) for a in actions)
             elif actions == ["ssm:DescribeParameters"]:
-                assert condition == "HasKeyParameter"
+                assert condition in ("HasKeyParameter", None)
             elif all(a.startswith("ssm:Get") for a in actions):
                 assert name.removesuffix("Role") in UPSTREAM_CALLERS
                 assert condition == "HasKeyParameter"
@@ -318,7 +323,7 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
             assert condition is None or not actions[0].startswith(("states:", "lambda:"))
     assert _statements(roles["AuthorizerFunctionRole"]) == []
     buffered = json.dumps(roles["BufferedFunctionRole"])
-    assert "ssm:" not in buffered and "secretsmanager:" not in buffered
+    assert "UpstreamApiKey" not in buffered  # it reads the configuration, never the old key
     for name in ("WorkerFunctionRole", "AuthorizerFunctionRole"):
         assert "states:" not in json.dumps(roles[name]), name
     machine = json.dumps(roles["BackgroundStateMachineRole"])

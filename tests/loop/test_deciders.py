@@ -217,3 +217,19 @@ def test_decide_start_compaction_trigger_last_compacts_for_the_client() -> None:
 def test_decide_after_compact_client_trigger_finishes_threshold_calls_model() -> None:
     assert decide_after_compact(_state([]), Compact("client")) == Finish("completed")
     assert decide_after_compact(_state([]), Compact("threshold")) == CallLlm()
+
+
+def test_decide_within_budget_without_a_budget_calls_the_model() -> None:
+    from responses_gateway.loop.driver import decide_within_budget
+    from responses_gateway.usage.budget import BudgetStatus
+
+    assert decide_within_budget(_state([]), None) == CallLlm()
+    assert decide_within_budget(_state([]), BudgetStatus()) == CallLlm()
+
+
+def test_decide_within_budget_spent_budget_finishes_incomplete() -> None:
+    from responses_gateway.loop.driver import decide_within_budget
+    from responses_gateway.usage.budget import BudgetStatus
+
+    action = decide_within_budget(_state([MESSAGE]), BudgetStatus("daily_tokens"))
+    assert action == Finish("incomplete", reason="budget_exceeded")

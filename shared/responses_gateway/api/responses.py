@@ -12,7 +12,14 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
+from responses_gateway.api.deps import (
+    gateway_of,
+    identity_of,
+    list_object,
+    page_params,
+    tenant_of,
+    timing_of,
+)
 from responses_gateway.api.encoding import read_body
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
@@ -53,7 +60,10 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 @router.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
-    run = await gateway.prepare(await read_body(request), tenant_of(request))
+    identity = identity_of(request)
+    run = await gateway.prepare(
+        await read_body(request), identity.tenant, api_key_id=identity.api_key_id
+    )
     timing = timing_of(request)
     if run.background:
         queued = await start_background(gateway, run)

@@ -5,6 +5,10 @@ Owns :func:`step` (run exactly one action, so a worker can checkpoint between ac
 next action from the state alone. Each arm of :func:`step` does one job and then asks a decider;
 there is no "if it has tools, loop, else return" branch anywhere else.
 
+Budgets: before every model call the driver asks the context's budget guard (when it has one)
+for a :class:`~responses_gateway.usage.budget.BudgetStatus`, and :func:`decide_within_budget`
+turns it into the action: the call, or ``Finish("incomplete", reason="budget_exceeded")``.
+
 Errors: a :class:`~responses_gateway.errors.GatewayError` raised by an adapter fails the response
 through the same render step as every other ending; the exception itself is kept on
 :class:`LoopContext` for the HTTP edge (which turns it into a status code when nothing has been
@@ -18,7 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.context.errors import (
@@ -72,8 +76,10 @@ from responses_gateway.tool_kinds import (
     search_tools,
     tool_view,
 )
+from responses_gateway.usage.budget import BUDGET_EXCEEDED, BudgetStatus
 
 __all__ = [
+    "BudgetCheck",
     "LoopContext",
     "Persist",
     "cancel",
@@ -83,6 +89,7 @@ __all__ = [
     "decide_after_execute_tools",
     "decide_before_call_llm",
     "decide_start",
+    "decide_within_budget",
     "tool_budget",
     "error_object",
     "run_loop",
@@ -107,6 +114,12 @@ Persist = Callable[[LoopState, dict[str, Any]], Awaitable[None]]
 """Stores a finished response (state and its rendered object) before the client hears of it."""
 
 
+class BudgetCheck(Protocol):
+    """Answers whether the response's tenant may make another model call."""
+
+    async def status(self, state: LoopState) -> BudgetStatus: ...
+
+
 @dataclass(slots=True)
 class LoopContext:
     """The live, per-invocation parts of a loop run (never serialized)."""
@@ -126,6 +139,8 @@ class LoopContext:
     """The writer of the model call in progress (so a cancellation can close its items)."""
     backends: dict[str, HostedBackend] = field(default_factory=dict)
     """Hosted tool kinds the gateway runs on this (chat or harmony) wire, by kind name."""
+    budget: BudgetCheck | None = None
+    """Asked before every model call (None: no budget applies)."""
     extra: dict[str, Any] = field(default_factory=dict)
     meter: ContextMeter | None = None
     """Limits and token counts of this response's model calls (None: no context checks)."""
@@ -324,6 +339,14 @@ async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
     if isinstance(action, Finish) and action.outcome == "failed":
         ctx.failure = ContextLengthExceeded()
     return action
+
+
+def decide_within_budget(state: LoopState, budget: BudgetStatus | None) -> NextAction:
+    """Whether the pending model call may run: a spent budget ends the response
+    ``incomplete`` (reason ``budget_exceeded``) with what it produced so far."""
+    if budget is not None and budget.exceeded is not None:
+        return Finish("incomplete", reason=BUDGET_EXCEEDED)
+    return CallLlm()
 
 
 async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
@@ -580,6 +603,8 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
         state.started = True
         sink.emit(ResponseStarted(render_response(state)))
     action = state.take_next_action()
+    if isinstance(action, CallLlm) and ctx.budget is not None:
+        action = decide_within_budget(state, await ctx.budget.status(state))
     if isinstance(action, CallLlm):
         state.set_next_action(await _call_llm(state, ctx, sink))
     elif isinstance(action, Compact):
