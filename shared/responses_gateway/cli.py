@@ -70,7 +70,15 @@ def _serve(host: str, port: int) -> int:
         )
     print(f"responses-gateway: listening on http://{host}:{port}/v1", flush=True)
     try:
-        uvicorn.run(create_app(config, store), host=host, port=port, log_level="warning")
+        from responses_gateway.sockets.serving import LazyWebSocketProtocol
+
+        uvicorn.run(
+            create_app(config, store),
+            host=host,
+            port=port,
+            log_level="warning",
+            ws=LazyWebSocketProtocol,  # WebSocket mode, imported on the first upgrade
+        )
     finally:
         store.close()
         if local is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -31,7 +31,7 @@ from responses_gateway.loop.prepared import (
     prepare_input,
     to_model_items,
 )
-from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
@@ -41,6 +41,9 @@ from responses_gateway.protocol.request import (
     request_input,
 )
 from responses_gateway.store.base import Store, StoredResponse
+
+if TYPE_CHECKING:
+    from responses_gateway.sockets.memory import ConnectionMemory
 
 __all__ = ["Context", "Gateway", "PreparedRun", "previous_not_found"]
 
@@ -71,6 +74,9 @@ class Context:
     history: list[dict[str, Any]] = field(default_factory=list)
     chain: list[str] = field(default_factory=list)
     conversation_id: str | None = None
+    inline_history: bool = False
+    """The history is not in the table (a WebSocket connection's unstored response): a stored
+    continuation keeps it with its own input items, so it stands on its own."""
 
     @property
     def item_ids(self) -> frozenset[str]:
@@ -204,14 +210,27 @@ class Gateway:
         return self._persister(tenant, list(run.get("input_items") or []), context, True)
 
     async def load_context(
-        self, tenant: str, previous_response_id: str | None, conversation: Any
+        self,
+        tenant: str,
+        previous_response_id: str | None,
+        conversation: Any,
+        memory: ConnectionMemory | None = None,
     ) -> Context:
         """The items a request continues, read with strongly consistent reads.
 
         A chain is read in a bounded number of round trips: the previous response names all its
         ancestors, which are fetched together. Ancestors that expired or were deleted drop out of
-        the front of the history; the previous response itself must exist.
+        the front of the history; the previous response itself must exist. On a WebSocket
+        connection (``memory``), the latest response of each of its streams continues from the
+        connection's memory, stored or not, without reading the table.
         """
+        if previous_response_id and memory is not None:
+            latest = await memory.find(previous_response_id)
+            if latest is not None:
+                if latest.stored:
+                    chain = [*latest.chain, latest.response_id]
+                    return Context(history=list(latest.history), chain=chain)
+                return Context(history=list(latest.history), inline_history=True)
         if previous_response_id:
             previous = await self.store.get_response(tenant, previous_response_id)
             if previous is None:
@@ -239,8 +258,25 @@ class Gateway:
             return Context(history=items, conversation_id=conversation_id)
         return Context()
 
-    async def prepare(self, body: Any, tenant: str) -> PreparedRun:
+    async def prepare(
+        self,
+        body: Any,
+        tenant: str,
+        *,
+        memory: ConnectionMemory | None = None,
+        stream_id: str = "",
+        generate: bool = True,
+    ) -> PreparedRun:
         """Validate a create body (raw JSON bytes or parsed), load its context, build its loop.
+
+        Args:
+            body: the create request.
+            tenant: who it acts for.
+            memory: a WebSocket connection's memory: previous responses are looked up there
+                first, and the finished response becomes ``stream_id``'s latest.
+            stream_id: the connection's stream the create runs on.
+            generate: False prepares the response and ends it at once, ``completed`` with no
+                output and no model call (WebSocket mode's warm-up).
 
         Raises:
             GatewayError: bad input, unknown model, or a context that does not exist.
@@ -255,11 +291,11 @@ class Gateway:
             )
         provider, upstream_model = self.config.route(request.model)
         context = await self.load_context(
-            tenant, request.previous_response_id, request.conversation
+            tenant, request.previous_response_id, request.conversation, memory
         )
         prepared = prepare_input(request_input(request), context_ids=context.item_ids)
         approved = plan_approvals(context.history, prepared.items)
-        if not context.history and not prepared.upstream_input:
+        if generate and not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
                 "Missing required parameter: 'input'.",
                 param="input",
@@ -274,7 +310,7 @@ class Gateway:
             upstream_input=to_model_items(context.history + prepared.items),
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
-            next_action=decide_start(approved),
+            next_action=decide_start(approved) if generate else Finish("completed"),
         )
         ctx = LoopContext(
             adapter=make_adapter(provider, self.client, self.latch),
@@ -283,7 +319,13 @@ class Gateway:
                 list(request.tools or []), [*context.history, *prepared.items]
             ),
             max_tool_calls=self.max_tool_calls,
-            persist=self._persister(tenant, prepared.items, context, request.store is not False),
+            persist=self._persister(
+                tenant,
+                prepared.items,
+                context,
+                request.store is not False,
+                remember=_rememberer(memory, stream_id, context, prepared.items, request),
+            ),
         )
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)
@@ -319,8 +361,15 @@ class Gateway:
         )
 
     def _persister(
-        self, tenant: str, input_items: list[dict[str, Any]], context: Context, store: bool
+        self,
+        tenant: str,
+        input_items: list[dict[str, Any]],
+        context: Context,
+        store: bool,
+        remember: Any = None,
     ) -> Any:
+        stored_input = [*context.history, *input_items] if context.inline_history else input_items
+
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
             if store:
                 await self.store.put_response(
@@ -328,7 +377,7 @@ class Gateway:
                         tenant=tenant,
                         id=state.response_id,
                         response=response,
-                        input_items=input_items,
+                        input_items=stored_input,
                         chain=context.chain,
                         conversation_id=context.conversation_id,
                     )
@@ -337,5 +386,36 @@ class Gateway:
                 await self.store.append_items(
                     tenant, context.conversation_id, [*input_items, *state.output]
                 )
+            if remember is not None:
+                await remember(state)
 
         return persist
+
+
+def _rememberer(
+    memory: ConnectionMemory | None,
+    stream_id: str,
+    context: Context,
+    input_items: list[dict[str, Any]],
+    request: CreateResponseRequest,
+) -> Any:
+    """What makes a finished response its stream's latest on a WebSocket connection (before
+    its terminal event is sent, so the client can continue it at once); None over HTTP."""
+    if memory is None:
+        return None
+    from responses_gateway.sockets.memory import Latest
+
+    stored = request.store is not False
+
+    async def remember(state: LoopState) -> None:
+        await memory.remember(
+            stream_id,
+            Latest(
+                response_id=state.response_id,
+                history=[*context.history, *input_items, *state.output],
+                chain=context.chain if stored else [],
+                stored=stored,
+            ),
+        )
+
+    return remember
