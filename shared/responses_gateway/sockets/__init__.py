@@ -5,10 +5,13 @@ Owns what a connection adds to the HTTP API: its memory of the latest response o
 that turns client messages into loop runs and loop events into server messages
 (:mod:`.session`). Runs go through the same :class:`~responses_gateway.service.Gateway` and
 :func:`~responses_gateway.loop.run_loop` as HTTP creates; nothing here re-implements the loop or
-the event rendering. Transports (the ASGI route, the API Gateway handlers) live elsewhere.
+the event rendering. Transports: the ASGI route (:mod:`responses_gateway.api.websocket`) and
+the API Gateway handlers (:mod:`.aws`).
+
+Importing this package imports only the memory types: the API Gateway handlers' cold start
+must not pay for the loop until a create runs.
 """
 
 from responses_gateway.sockets.memory import ConnectionMemory, Latest, LocalMemory
-from responses_gateway.sockets.session import Session, SessionLimits
 
-__all__ = ["ConnectionMemory", "Latest", "LocalMemory", "Session", "SessionLimits"]
+__all__ = ["ConnectionMemory", "Latest", "LocalMemory"]

@@ -56,7 +56,11 @@ class ConnectionMemory(Protocol):
         ...
 
     async def remember(self, stream_id: str, latest: Latest) -> None:
-        """Make ``latest`` the latest response of ``stream_id``."""
+        """Make ``latest`` the latest response of ``stream_id`` (and the stream idle)."""
+        ...
+
+    async def release(self, stream_id: str) -> None:
+        """The stream's create ended before its loop ran: the stream is idle again."""
         ...
 
 
@@ -74,6 +78,9 @@ class LocalMemory:
 
     async def remember(self, stream_id: str, latest: Latest) -> None:
         self._latest[stream_id] = latest
+
+    async def release(self, stream_id: str) -> None:
+        return None  # the session tracks its own streams' runs
 
     def streams(self) -> dict[str, str]:
         """Each stream's latest response id (for tests and diagnostics)."""

@@ -217,11 +217,13 @@ class Session:
             )
         except GatewayError as error:
             self._free(key, task)
+            await self.memory.release(key)
             self._error(error, stream_id)
             return
         except Exception:
             logger.exception("could not prepare a socket create")
             self._free(key, task)
+            await self.memory.release(key)
             self._error(InternalError("The server had an error processing your request."))
             return
         sink = WebSocketSink(
@@ -232,6 +234,7 @@ class Session:
         except Exception:  # the loop fails responses itself; this is a bug, not a request error
             logger.exception("socket response %s failed", run.state.response_id)
             self._free(key, task)
+            await self.memory.release(key)
             if not sink.closed:
                 self._error(InternalError("The server had an error processing your request."))
 
