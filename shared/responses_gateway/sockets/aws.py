@@ -198,9 +198,12 @@ class SocketRuntime:
         import boto3  # type: ignore[import-untyped]  # lazily: cold start
 
         from responses_gateway.sockets.session import SessionLimits
+        from responses_gateway.store.table import make_client
 
-        endpoint = os.environ.get("DYNAMODB_ENDPOINT_URL") or None
-        dynamodb = boto3.client("dynamodb", endpoint_url=endpoint)
+        dynamodb = make_client(
+            endpoint_url=os.environ.get("DYNAMODB_ENDPOINT_URL") or None,
+            region=os.environ.get("AWS_REGION") or "us-east-1",
+        )
         function = os.environ.get("AWS_LAMBDA_FUNCTION_NAME", "")
         lam: list[Any] = []
 
