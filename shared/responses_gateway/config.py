@@ -69,6 +69,10 @@ class Provider:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = 600.0
     """Seconds to wait for upstream bytes (read timeout)."""
+    hosted_tools: Literal["omit", "reject"] = "omit"
+    """What a Chat Completions or harmony provider does with a hosted tool (``web_search``,
+    ``file_search``...) it cannot run: drop it from what the model sees (named in the
+    ``x-gateway-omitted-tools`` response header), or answer 400 naming the tool."""
 
     @property
     def catch_all(self) -> bool:
@@ -165,6 +169,12 @@ def _str_tuple(value: Any, key: str, name: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _hosted_policy(value: Any, name: str) -> Literal["omit", "reject"]:
+    if value not in ("omit", "reject"):
+        raise ConfigError(f"provider {name!r}: hosted_tools must be 'omit' or 'reject'")
+    return cast(Literal["omit", "reject"], value)
+
+
 def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Provider:
     name = str(raw.get("name") or f"provider{index}")
     base_url = raw.get("base_url")
@@ -196,6 +206,7 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         default=bool(raw.get("default", False)),
         headers={str(k): str(v) for k, v in headers.items()},
         timeout=float(raw.get("timeout", 600.0)),
+        hosted_tools=_hosted_policy(raw.get("hosted_tools", "omit"), name),
     )
 
 
@@ -242,6 +253,7 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
                     "base_url": base_url,
                     "api_key": env.get("UPSTREAM_API_KEY") or None,
                     "api": env.get("UPSTREAM_API", "auto") or "auto",
+                    "hosted_tools": env.get("UPSTREAM_HOSTED_TOOLS", "omit") or "omit",
                     "default": True,
                 }
             ]

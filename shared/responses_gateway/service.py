@@ -11,6 +11,7 @@ conversation, read from the store) and how the finished response is persisted (t
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,9 @@ from responses_gateway.protocol.request import (
     request_input,
 )
 from responses_gateway.store.base import Store, StoredResponse
+from responses_gateway.tool_kinds import hosted_tools_without_backend
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from responses_gateway.sockets.memory import ConnectionMemory
@@ -65,6 +69,9 @@ class PreparedRun:
     background: bool = False
     movable: bool = False
     """Whether the loop may continue elsewhere (stored, and no request secrets to carry)."""
+    omitted_tools: list[str] = field(default_factory=list)
+    """Hosted tool types the model does not see (no backend on its wire; the provider's
+    ``hosted_tools`` policy is ``omit``): the ``x-gateway-omitted-tools`` response header."""
 
 
 @dataclass(slots=True)
@@ -115,6 +122,11 @@ def _carries_secrets(request: CreateResponseRequest) -> bool:
     )
 
 
+def _tool_dict(tool: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = tool.model_dump(mode="json", by_alias=True, exclude_unset=True)
+    return dumped
+
+
 def _reject_unsupported(request: CreateResponseRequest) -> None:
     if request.background and request.store is False:
         raise InvalidRequestError(
@@ -132,14 +144,6 @@ def _reject_unsupported(request: CreateResponseRequest) -> None:
             param="background",
             code="invalid_value",
         )
-    for index, tool in enumerate(request.tools or []):
-        kind = getattr(tool, "type", None)
-        if kind not in ("function", "mcp"):
-            raise InvalidRequestError(
-                f"Tool type '{kind}' is not supported by this gateway yet.",
-                param=f"tools[{index}].type",
-                code="unsupported_tool_type",
-            )
 
 
 class Gateway:
@@ -312,8 +316,21 @@ class Gateway:
             + prepared.control_items,
             next_action=decide_start(approved) if generate else Finish("completed"),
         )
+        adapter = make_adapter(provider, self.client, self.latch)
+        omitted = hosted_tools_without_backend(
+            [_tool_dict(tool) for tool in request.tools or []],
+            adapter.wire,
+            provider.hosted_tools,
+        )
+        if omitted:
+            logger.info(
+                "omitting hosted tools %s for model %s (provider %s has no backend for them)",
+                ",".join(omitted),
+                request.model,
+                provider.name,
+            )
         ctx = LoopContext(
-            adapter=make_adapter(provider, self.client, self.latch),
+            adapter=adapter,
             upstream_model=upstream_model,
             tools=self._gateway_tools(
                 list(request.tools or []), [*context.history, *prepared.items]
@@ -358,6 +375,7 @@ class Gateway:
             movable=request.store is not False
             and not _carries_secrets(request)
             and self.launcher is not None,
+            omitted_tools=omitted,
         )
 
     def _persister(

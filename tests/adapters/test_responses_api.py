@@ -28,6 +28,7 @@ from responses_gateway.errors import (
 from responses_gateway.loop.events import (
     ArgumentsDelta,
     ArgumentsFinished,
+    ItemEvent,
     ItemFinished,
     ItemStarted,
     LoopEvent,
@@ -641,7 +642,13 @@ def test_to_responses_request_sends_only_the_known_fields_of_items_parts_and_too
             ],
         },
         {"type": "message", "role": "user", "content": "plain"},
-        {"type": "function_call", "call_id": "call_a", "name": "lookup", "arguments": "{}"},
+        {
+            "type": "function_call",
+            "call_id": "call_a",
+            "name": "lookup",
+            "namespace": "ns",  # a real field: a namespaced call replays under its namespace
+            "arguments": "{}",
+        },
         {
             "type": "function_call_output",
             "call_id": "call_a",
@@ -980,12 +987,15 @@ async def test_call_llm_unannounced_items_follow_the_announced_ones_in_output_or
         message_item("msg_1", "Hi there"),
         REASONING_FINAL,
         {**CALL_FINAL, "id": "fc_2"},
+        search,
     ]
     assert up.events == [
         UpstreamResponding(),
         *message_events(0, "msg_1", ["Hi", " there"]),
         *reasoning_events(1),
         *call_events(2, "fc_2"),
+        ItemStarted(3, search),
+        ItemFinished(3, search),
     ]
 
 
@@ -998,19 +1008,26 @@ async def test_call_llm_refusal_delta_streams_as_message_text() -> None:
     assert up.events == [UpstreamResponding(), *message_events(0, "msg_1", ["I can't ", "help."])]
 
 
-async def test_call_llm_unknown_item_and_event_types_are_skipped() -> None:
+async def test_call_llm_hosted_items_are_relayed_with_their_events() -> None:
     search = {"id": "ws_up", "type": "web_search_call", "status": "in_progress"}
+    done = {**search, "status": "completed", "action": {"type": "search", "query": "q"}}
     script = Script().start().add("response.output_item.added", output_index=0, item=search)
     script.add("response.web_search_call.searching", item_id="ws_up", output_index=0)
-    script.add("response.output_item.done", output_index=0, item={**search, "status": "completed"})
-    script.output.append(search)
+    script.add("response.output_item.done", output_index=0, item=done)
+    script.output.append(done)
     script.add("response.some_future_event", output_index=1, payload={"x": 1})
     up = Harness.sse(script.message(["Found it."]).completed())
 
     await up.call()
 
-    assert up.state.output == [message_item("msg_1", "Found it.")]
-    assert up.events == [UpstreamResponding(), *message_events(0, "msg_1", ["Found it."])]
+    assert up.state.output == [done, message_item("msg_1", "Found it.")]
+    assert up.events == [
+        UpstreamResponding(),
+        ItemStarted(0, search),
+        ItemEvent("response.web_search_call.searching", {"item_id": "ws_up", "output_index": 0}),
+        ItemFinished(0, done),
+        *message_events(1, "msg_1", ["Found it."]),
+    ]
 
 
 async def test_call_llm_encrypted_reasoning_is_kept_and_replayed_next_turn() -> None:

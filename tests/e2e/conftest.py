@@ -119,6 +119,13 @@ def stack() -> Iterator[Stack]:
                     "models": [MODELS["harmony"]],
                 },
                 {
+                    "name": "chat-strict",
+                    "base_url": base,
+                    "api": "chat",
+                    "models": ["scripted-chat-strict"],
+                    "hosted_tools": "reject",
+                },
+                {
                     "name": "auto",
                     "base_url": base,
                     "api": "auto",

@@ -34,6 +34,9 @@ class ModelCall:
     """Tools the model may call, as Responses ``function`` tool definitions."""
     tool_choice: Any = None
     """``none``/``auto``/``required`` or ``{"type":"function","name":...}``; None = default."""
+    exposed: dict[str, Any] = field(default_factory=dict)
+    """Exposed function name -> the lowered tool behind it (a
+    :class:`responses_gateway.tool_kinds.Exposed`), for the output writer; adapters ignore it."""
     params: dict[str, Any] = field(default_factory=dict)
     """Sampling and output settings, when the client set them: ``temperature``, ``top_p``,
     ``max_output_tokens``, ``parallel_tool_calls``, ``reasoning``, ``text``, ``top_logprobs``,

@@ -9,8 +9,11 @@ forwarded: output indexes, message and function-call item ids and lifecycle even
 writer's, so the stream the client sees is well formed whatever the upstream sends.
 
 It must not touch ``state.output`` or the sink directly, and decides nothing about what the loop
-does next. Item types it cannot represent (``web_search_call``, ``image_generation_call``, ...)
-are skipped with all their events; refusal text is reported as ordinary message text.
+does next. Every other item type (``web_search_call``, ``image_generation_call`` with its partial
+images, ``custom_tool_call``, ``tool_search_call``...) is relayed as the upstream sent it, with
+all its own events re-addressed to our output index (:class:`~responses_gateway.loop.output.
+RelayWriter`); a namespaced ``function_call`` keeps its ``namespace``. Refusal text is reported as
+ordinary message text.
 
 Request rules: each input item and function tool is rebuilt from its known fields only (clients
 may attach extras, which OpenAI rejects with a 400); see :data:`_ITEM_FIELDS`,
@@ -43,6 +46,7 @@ from responses_gateway.loop.output import (
     MessageWriter,
     OutputWriter,
     ReasoningWriter,
+    RelayWriter,
 )
 from responses_gateway.loop.render import normalize_usage
 from responses_gateway.loop.state import StopReason, TurnResult
@@ -68,7 +72,7 @@ _SERVER_SIDE_CODES = frozenset({"server_error", "vector_store_timeout"})
 
 _ITEM_FIELDS: dict[str, tuple[str, ...]] = {
     "message": ("type", "role", "content", "phase"),
-    "function_call": ("type", "call_id", "name", "arguments"),
+    "function_call": ("type", "call_id", "name", "namespace", "arguments"),
     "function_call_output": ("type", "call_id", "output"),
 }
 """The fields sent of each input item type. Their ``id`` is ours (or a stored upstream id), which
@@ -251,6 +255,7 @@ class _StreamReader:
         self._out = out
         self._slots: dict[int, _Slot] = {}
         self._skipped: set[int] = set()
+        self._relayed: dict[int, RelayWriter] = {}
         self._handlers: dict[str, Callable[[dict[str, Any], str], TurnResult | None]] = {
             "response.output_item.added": self._on_added,
             "response.output_item.done": self._on_done,
@@ -278,6 +283,8 @@ class _StreamReader:
             if not isinstance(data, dict):
                 raise UpstreamProtocolError("upstream sent an event that is not a JSON object")
             kind = str(data.get("type") or event.event)
+            if self._relay_event(kind, data):
+                continue
             handler = self._handlers.get(kind)
             try:
                 result = handler(data, event.data) if handler else None
@@ -288,6 +295,18 @@ class _StreamReader:
         raise UpstreamProtocolError("upstream stream ended without a terminal event")
 
     # -- items -------------------------------------------------------------------------------
+
+    def _relay_event(self, kind: str, data: dict[str, Any]) -> bool:
+        """Relay an event of a relayed item; True when it was one (or its ``done``)."""
+        index = data.get("output_index")
+        relay = self._relayed.get(index) if isinstance(index, int) else None
+        if relay is None or kind == "response.output_item.added":
+            return False
+        if kind == "response.output_item.done":
+            relay.finish(_dict(data.get("item")))
+        else:
+            relay.event(kind, data)
+        return True
 
     def _open(self, index: int, item: dict[str, Any]) -> _Slot | None:
         kind = item.get("type")
@@ -300,7 +319,11 @@ class _StreamReader:
                 writer.set_encrypted_content(str(item["encrypted_content"]))
         elif kind == "function_call":
             name, call_id = str(item.get("name") or ""), _str(item.get("call_id"))
-            writer = self._out.function_call(name=name, call_id=call_id)
+            namespace = _str(item.get("namespace"))
+            writer = self._out.function_call(name=name, call_id=call_id, namespace=namespace)
+        elif isinstance(kind, str) and kind:
+            self._relayed[index] = self._out.relay(item)
+            return None
         else:
             self._skipped.add(index)
             return None
@@ -414,12 +437,18 @@ class _StreamReader:
             final = _dict(output[index]) if index < len(output) else {}
             if final and final.get("type") == slot.writer.item["type"]:
                 self._finish(slot, final)
+        for index, relay in sorted(self._relayed.items()):
+            final = _dict(output[index]) if index < len(output) else {}
+            relay.finish(final if final.get("type") == relay.item.get("type") else None)
         for index, entry in enumerate(output):
             final = _dict(entry)
-            if final and index not in self._slots and index not in self._skipped:
+            known = index in self._slots or index in self._skipped or index in self._relayed
+            if final and not known:
                 unannounced = self._open(index, final)
                 if unannounced is not None:
                     self._finish(unannounced, final)
+                elif index in self._relayed:
+                    self._relayed[index].finish(final)
         return TurnResult(stop="stop", usage=normalize_usage(response.get("usage")))
 
     def _on_incomplete(self, data: dict[str, Any], raw: str) -> TurnResult:

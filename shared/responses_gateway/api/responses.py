@@ -20,6 +20,7 @@ from responses_gateway.background.runs import cancel_run, end_if_lost, start_bac
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.loop import render_response
 from responses_gateway.loop.prepared import prepare_input, to_model_items
+from responses_gateway.service import PreparedRun
 from responses_gateway.store.base import StoredResponse
 
 __all__ = ["parse_json", "router"]
@@ -61,7 +62,7 @@ async def create_response(request: Request) -> Response:
             return stream_log(gateway, run.tenant, run.state.response_id, -1, timing)
         return JSONResponse(queued)
     if run.stream:
-        return await run_streamed(run, gateway, timing)
+        return _signal_omitted(await run_streamed(run, gateway, timing), run)
     outcome = await run_buffered(run, request, gateway, timing)
     if outcome is False:
         return Response(status_code=499)  # the client is gone; nobody reads this
@@ -71,7 +72,17 @@ async def create_response(request: Request) -> Response:
         if run.state.tool_calls_executed:  # side effects happened: a blind retry would repeat them
             run.ctx.failure.headers["x-should-retry"] = "false"
         raise run.ctx.failure
-    return JSONResponse(render_response(run.state))
+    return _signal_omitted(JSONResponse(render_response(run.state)), run)
+
+
+OMITTED_TOOLS_HEADER = "x-gateway-omitted-tools"
+"""Names the hosted tool types the model did not see (comma-separated); see docs/tools.md."""
+
+
+def _signal_omitted(response: Response, run: PreparedRun) -> Response:
+    if run.omitted_tools:
+        response.headers[OMITTED_TOOLS_HEADER] = ",".join(run.omitted_tools)
+    return response
 
 
 @router.post("/input_tokens")

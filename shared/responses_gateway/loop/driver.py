@@ -22,6 +22,7 @@ from typing import Any
 
 from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
+from responses_gateway.ids import new_id
 from responses_gateway.loop.events import (
     ItemFinished,
     NullSink,
@@ -41,6 +42,12 @@ from responses_gateway.loop.state import (
     NextAction,
 )
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+from responses_gateway.tool_kinds import (
+    CLIENT_CALL_ITEM_TYPES,
+    runs_on_gateway,
+    search_tools,
+    tool_view,
+)
 
 __all__ = [
     "LoopContext",
@@ -114,15 +121,19 @@ def tool_budget(state: LoopState, ctx: LoopContext) -> int:
 def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     """The next model call for ``state``: transcript, visible tools and the client's settings.
 
-    Once the tool budget is spent, the model is called with no tools at all, to answer.
+    The client's tools and the transcript are shown to the adapter's wire through the tool-kind
+    table (:func:`responses_gateway.tool_kinds.tool_view`): relayed on the Responses wire,
+    lowered to functions elsewhere. Once the tool budget is spent, the model is called with no
+    tools at all, to answer.
     """
     request = state.request
-    tools = [
-        {k: v for k, v in tool.items() if v is not None}
-        for tool in request.get("tools") or []
-        if tool.get("type") == "function"
+    declared = [
+        {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
-    tools += ctx.tools.model_tools()
+    view = tool_view(
+        declared, model_transcript(state), request.get("tool_choice"), ctx.adapter.wire
+    )
+    tools = view.tools + ctx.tools.model_tools()
     if state.tool_calls_executed >= tool_budget(state, ctx):
         tools = []
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
@@ -141,10 +152,11 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     instructions = request.get("instructions")
     return ModelCall(
         model=ctx.upstream_model,
-        input=model_transcript(state),
+        input=view.input,
         instructions=instructions if isinstance(instructions, str) else None,
         tools=tools,
-        tool_choice=request.get("tool_choice") if tools else None,
+        tool_choice=view.tool_choice if tools else None,
+        exposed=dict(view.calls) if tools else {},
         params=params,
     )
 
@@ -171,6 +183,11 @@ def decide_after_call_llm(state: LoopState) -> NextAction:
     pending = [
         i for i in _turn(state, "mcp_call") if state.output[i].get("status") == "in_progress"
     ]
+    pending += [
+        i
+        for i in range(state.turn_start, len(state.output))
+        if runs_on_gateway(state.output[i]) and state.output[i].get("status") == "in_progress"
+    ]
     if pending:
         return ExecuteTools(tuple(pending))
     approvals = _turn(state, "mcp_approval_request")
@@ -185,7 +202,13 @@ def decide_after_execute_tools(state: LoopState) -> NextAction:
     approvals = _turn(state, "mcp_approval_request")
     if approvals:
         return InterruptForApproval(tuple(approvals))
-    if _turn(state, "function_call"):
+    client_calls = [
+        i
+        for kind in CLIENT_CALL_ITEM_TYPES
+        for i in _turn(state, kind)
+        if not runs_on_gateway(state.output[i])
+    ]
+    if client_calls:
         return Finish("completed")
     return CallLlm()
 
@@ -201,7 +224,9 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
         state.turn_start = len(state.output)
-        turn = await ctx.adapter.call_llm(build_model_call(state, ctx), writer)
+        call = build_model_call(state, ctx)
+        writer.calls = call.exposed
+        turn = await ctx.adapter.call_llm(call, writer)
     except GatewayError as error:
         writer.close_open("incomplete")
         ctx.failure = error
@@ -251,6 +276,11 @@ async def _execute_tools(
                 approval_request_id=request_id,
             )
         )
+    local = [i for i in indexes if runs_on_gateway(state.output[i])]
+    indexes = [i for i in indexes if i not in local]
+    for index in local:  # a server tool_search: a search over the deferred tools, no I/O
+        state.tool_calls_executed += 1
+        _search_tools(state, writer, index)
     remaining = max(0, tool_budget(state, ctx) - state.tool_calls_executed)
     run, skipped = indexes[:remaining], indexes[remaining:]
     for index in skipped:
@@ -262,10 +292,31 @@ async def _execute_tools(
     return decide_after_execute_tools(state)
 
 
+def _search_tools(state: LoopState, writer: OutputWriter, index: int) -> None:
+    """Answer the server ``tool_search_call`` at ``index`` with a ``tool_search_output`` whose
+    tools the next model call can use."""
+    call = state.output[index]
+    tools = search_tools(
+        state.request.get("tools") or [], model_transcript(state), call.get("arguments")
+    )
+    writer.finish_call_item(index)
+    writer.add_item(
+        {
+            "id": new_id("tso"),
+            "type": "tool_search_output",
+            "call_id": call.get("call_id"),
+            "execution": "server",
+            "status": "completed",
+            "tools": tools,
+        }
+    )
+
+
 def _settle(state: LoopState, sink: Sink) -> None:
     """Close tool calls that were announced but will never run (the response is ending)."""
     for index, item in enumerate(state.output):
-        if item.get("type") == "mcp_call" and item.get("status") == "in_progress":
+        pending = item.get("type") == "mcp_call" or runs_on_gateway(item)
+        if pending and item.get("status") == "in_progress":
             item["status"] = "incomplete"
             sink.emit(ItemFinished(index, snapshot(item)))
 

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 __all__ = [
     "ArgumentsDelta",
     "ArgumentsFinished",
+    "ItemEvent",
     "ItemFinished",
     "ItemStarted",
     "LoopEvent",
@@ -116,6 +117,17 @@ class ArgumentsFinished:
 
 
 @dataclass(frozen=True, slots=True)
+class ItemEvent:
+    """An item-specific event named by the tool-kind table or relayed from a Responses upstream
+    (``response.custom_tool_call_input.delta``, ``response.web_search_call.searching``...):
+    ``name`` is its wire type and ``data`` its other fields, ``output_index`` already ours."""
+
+    name: str
+    data: dict[str, Any]
+    type: Literal["item_event"] = "item_event"
+
+
+@dataclass(frozen=True, slots=True)
 class ItemFinished:
     """An output item closed; ``item`` is its final form (status ``completed``/``incomplete``)."""
 
@@ -141,6 +153,7 @@ LoopEvent = (
     | PartFinished
     | ArgumentsDelta
     | ArgumentsFinished
+    | ItemEvent
     | ItemFinished
     | ResponseFinished
 )

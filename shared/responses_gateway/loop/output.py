@@ -18,6 +18,7 @@ from responses_gateway.ids import new_id
 from responses_gateway.loop.events import (
     ArgumentsDelta,
     ArgumentsFinished,
+    ItemEvent,
     ItemFinished,
     ItemStarted,
     PartFinished,
@@ -28,14 +29,17 @@ from responses_gateway.loop.events import (
 )
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, GatewayTool, ToolRegistry
+from responses_gateway.tool_kinds import CALL_ITEM_TYPES, Exposed
 
 __all__ = [
     "FunctionCallWriter",
     "GatewayCallWriter",
     "ListingWriter",
+    "LoweredCallWriter",
     "MessageWriter",
     "OutputWriter",
     "ReasoningWriter",
+    "RelayWriter",
     "snapshot",
 ]
 
@@ -294,6 +298,66 @@ class GatewayCallWriter(FunctionCallWriter):
             )
 
 
+class LoweredCallWriter(GatewayCallWriter):
+    """A call of a lowered tool (``custom``, ``shell``, ``apply_patch``...): its function
+    arguments are gathered silently, then, when complete, it becomes the kind's own item
+    (``custom_tool_call``, ``shell_call``...) with the kind's events (see
+    :mod:`responses_gateway.tool_kinds`)."""
+
+    def __init__(self, writer: OutputWriter, exposed: Exposed, call_id: str) -> None:
+        self._writer = writer
+        self._exposed = exposed
+        self._call_id = call_id
+        self._pieces: list[str] = []
+        self.output_index = -1
+        self.closed = False
+        self._pending = {}
+
+    def finish(self, status: str = "completed") -> None:
+        if self.closed:
+            return
+        self.closed = True
+        fields = self._exposed.item("".join(self._pieces))
+        self.output_index = self._writer.add_call_item(fields, self._call_id, status)
+
+
+class RelayWriter:
+    """An item a Responses upstream produced that the gateway relays as it is
+    (``web_search_call``, ``image_generation_call``, ``custom_tool_call``...), with its own
+    events, re-addressed to our output index."""
+
+    def __init__(self, writer: OutputWriter, index: int) -> None:
+        self._writer = writer
+        self.output_index = index
+        self.closed = False
+
+    @property
+    def item(self) -> dict[str, Any]:
+        return self._writer.state.output[self.output_index]
+
+    def event(self, name: str, data: dict[str, Any]) -> None:
+        """Relay one of the item's own events (its ``output_index`` is replaced by ours)."""
+        if self.closed:
+            return
+        fields = {k: v for k, v in data.items() if k not in ("type", "sequence_number")}
+        fields["output_index"] = self.output_index
+        if "item_id" in fields:
+            fields["item_id"] = self.item.get("id")
+        self._writer.sink.emit(ItemEvent(name, fields))
+
+    def finish(self, final: dict[str, Any] | None = None, status: str = "completed") -> None:
+        if self.closed:
+            return
+        self.closed = True
+        item = self.item
+        if final:
+            item.update({k: v for k, v in final.items() if k != "id"})
+        if status != "completed" and "status" in item:
+            item["status"] = status
+        self._writer._relay_closed(self)
+        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(item)))
+
+
 class ListingWriter:
     """An ``mcp_list_tools`` item being filled by a server listing."""
 
@@ -324,7 +388,11 @@ class OutputWriter:
         self.state = state
         self.sink = sink
         self.tools = tools
+        self.calls: dict[str, Exposed] = {}
+        """Exposed function name -> lowered tool, for the model call in progress (see
+        :func:`responses_gateway.tool_kinds.tool_view`)."""
         self._open: list[_ItemWriter] = []
+        self._relayed: list[RelayWriter] = []
 
     def upstream_responding(self) -> None:
         """Report that the upstream accepted the call (its 2xx headers arrived)."""
@@ -341,7 +409,7 @@ class OutputWriter:
             str(item["call_id"])
             for items in (self.state.upstream_input, self.state.output)
             for item in items
-            if item.get("type") == "function_call" and item.get("call_id")
+            if item.get("type") in CALL_ITEM_TYPES and item.get("call_id")
         }
 
     def _closed(self, writer: _ItemWriter) -> None:
@@ -374,10 +442,17 @@ class OutputWriter:
         return writer
 
     def function_call(
-        self, *, name: str, call_id: str | None = None, item_id: str | None = None
+        self,
+        *,
+        name: str,
+        call_id: str | None = None,
+        item_id: str | None = None,
+        namespace: str | None = None,
     ) -> FunctionCallWriter:
         """Open a tool call with empty arguments: a ``function_call`` item for a client tool; for
-        a gateway tool, a call whose item appears when its arguments are complete.
+        a gateway tool, a call whose item appears when its arguments are complete; for a lowered
+        tool (:attr:`calls`), its own item (a namespaced function keeps streaming as a
+        ``function_call`` with its inner ``name`` and its ``namespace``).
 
         ``call_id`` is the upstream's; one already used in this transcript (some servers number
         calls per response) is replaced by a fresh id, so every call stays pairable.
@@ -387,16 +462,22 @@ class OutputWriter:
             return GatewayCallWriter(self, gateway)
         if not call_id or call_id in self._call_ids():
             call_id = new_id("call")
-        index = self._append(
-            {
-                "id": item_id or new_id("fc"),
-                "type": "function_call",
-                "status": "in_progress",
-                "arguments": "",
-                "call_id": call_id,
-                "name": name,
-            }
-        )
+        exposed = self.calls.get(name)
+        if exposed is not None and exposed.kind.item_type != "function_call":
+            return LoweredCallWriter(self, exposed, call_id)
+        if exposed is not None:
+            name, namespace = exposed.inner_name, exposed.namespace
+        item: dict[str, Any] = {
+            "id": item_id or new_id("fc"),
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": call_id,
+            "name": name,
+        }
+        if namespace is not None:
+            item["namespace"] = namespace
+        index = self._append(item)
         writer = FunctionCallWriter(self, index)
         self._open.append(writer)
         return writer
@@ -409,6 +490,52 @@ class OutputWriter:
         writer.arguments(arguments)
         writer.finish()
         return writer.output_index
+
+    def add_call_item(self, fields: dict[str, Any], call_id: str, status: str = "completed") -> int:
+        """Add a whole tool call item of a lowered kind (``fields`` from the tool-kind table),
+        announced, its kind's events emitted, and closed with ``status``; returns its index."""
+        from responses_gateway.tool_kinds import ITEM_KINDS, item_id_prefix
+
+        kind = ITEM_KINDS[str(fields["type"])]
+        item = {"id": new_id(item_id_prefix(str(fields["type"]))), "call_id": call_id, **fields}
+        item["status"] = "in_progress"
+        started = dict(item)
+        if "input" in started:
+            started["input"] = ""  # custom tool input streams in its own events
+        index = self._append(started)
+        for name, data in kind.events(item, index):
+            self.sink.emit(ItemEvent(name, data))
+        self.state.output[index] = item
+        if status == "completed" and kind.gateway_runs(item):
+            return index  # stays in_progress: the gateway runs it next (ExecuteTools)
+        self.finish_call_item(index, status)
+        return index
+
+    def finish_call_item(self, index: int, status: str = "completed") -> None:
+        """Close the call item at ``index`` with ``status``."""
+        item = self.state.output[index]
+        item["status"] = status
+        self.sink.emit(ItemFinished(index, snapshot(item)))
+
+    def add_item(self, item: dict[str, Any]) -> int:
+        """Add a whole item the gateway produced (a ``tool_search_output``...), announced and
+        done at once; returns its index."""
+        index = self._append(item)
+        self.sink.emit(ItemFinished(index, snapshot(item)))
+        return index
+
+    def relay(self, item: dict[str, Any]) -> RelayWriter:
+        """Open an upstream item the gateway relays unchanged (see :class:`RelayWriter`)."""
+        opened = dict(item)
+        if not opened.get("id"):
+            opened["id"] = new_id("item")
+        writer = RelayWriter(self, self._append(opened))
+        self._relayed.append(writer)
+        return writer
+
+    def _relay_closed(self, writer: RelayWriter) -> None:
+        if writer in self._relayed:
+            self._relayed.remove(writer)
 
     def open_mcp_call(
         self,
@@ -498,3 +625,5 @@ class OutputWriter:
         for writer in sorted(self._open, key=lambda w: w.output_index):
             writer.finish(status)
         self._open.clear()
+        for relayed in list(self._relayed):
+            relayed.finish(status=status)

@@ -13,10 +13,10 @@ holds only the seam and the empty registry of a request with no gateway tools.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
+
+from responses_gateway.tool_kinds import exposed_name
 
 if TYPE_CHECKING:  # annotations only: the writer imports this module
     from responses_gateway.loop.output import OutputWriter
@@ -30,23 +30,6 @@ __all__ = [
     "ToolRegistry",
     "exposed_name",
 ]
-
-_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
-
-
-def exposed_name(server_label: str, tool_name: str) -> str:
-    """The function name a gateway tool is shown to the model under: ``<label>__<tool>``.
-
-    Deterministic and collision-free: characters a function name cannot hold are replaced, and
-    whenever that (or the 64-character limit) changed anything, a hash of the exact pair is
-    appended, so two different pairs never share a name.
-    """
-    plain = f"{server_label}__{tool_name}"
-    safe = _UNSAFE.sub("_", plain)
-    if safe == plain and len(safe) <= 64:
-        return safe
-    digest = hashlib.sha256(f"{server_label}\0{tool_name}".encode()).hexdigest()[:8]
-    return f"{safe[:55]}_{digest}"
 
 
 @dataclass(frozen=True, slots=True)

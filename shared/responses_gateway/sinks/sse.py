@@ -24,6 +24,7 @@ from typing import Any
 from responses_gateway.loop.events import (
     ArgumentsDelta,
     ArgumentsFinished,
+    ItemEvent,
     ItemFinished,
     ItemStarted,
     LoopEvent,
@@ -137,6 +138,11 @@ class SSESink:
             self._item_finished(event)
         elif isinstance(event, ArgumentsFinished):
             self._arguments_finished(event)
+        elif isinstance(event, ItemEvent):
+            data = {"type": event.name, **event.data}
+            if self._obfuscate and event.name.endswith(".delta"):
+                data["obfuscation"] = _padding(str(data.get("delta") or ""))
+            self._send(event.name, data)
         elif isinstance(event, ResponseStarted):
             self._response_started(event)
         elif isinstance(event, ResponseFinished):

@@ -521,6 +521,8 @@ class _ResponsesRenderer:
     def _final_items(self, script: ScriptedUpstream) -> list[dict[str, Any]]:
         turn = self.turn
         items: list[dict[str, Any]] = []
+        self.relayed = dict(enumerate(turn.relayed_items))
+        items += [relayed.done for relayed in turn.relayed_items]
         if turn.reasoning is not None or turn.reasoning_summary or turn.encrypted_content:
             summary = [{"type": "summary_text", "text": s} for s in turn.reasoning_summary or []]
             item: dict[str, Any] = {"id": script.new_id("rs"), "type": "reasoning"}
@@ -549,6 +551,7 @@ class _ResponsesRenderer:
                     "name": call.name,
                     "arguments": call.arguments,
                     "status": "completed",
+                    **({"namespace": call.namespace} if call.namespace else {}),
                 }
             )
         if self.incomplete and items:
@@ -632,7 +635,15 @@ class _ResponsesRenderer:
         added: dict[str, Any]
         body: list[dict[str, Any]] = []
         chunk = self.turn.chunk_size
-        if item["type"] == "message":
+        relayed = self.relayed.get(index)
+        if relayed is not None:
+            added = relayed.added
+            # shell_call_command events carry no item_id
+            body = [
+                {**({"output_index": index} if "command_index" in event else where), **event}
+                for event in relayed.events
+            ]
+        elif item["type"] == "message":
             added = {**item, "status": "in_progress", "content": []}
             text = item["content"][0]["text"]
             part = {**where, "content_index": 0}

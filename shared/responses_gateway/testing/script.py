@@ -21,6 +21,7 @@ __all__ = [
     "ChatEnd",
     "FinishReason",
     "RecordedRequest",
+    "RelayedItem",
     "ScriptedUpstream",
     "ToolCall",
     "Turn",
@@ -53,6 +54,21 @@ class ToolCall:
     """The arguments, a JSON string sent verbatim (it may be invalid JSON on purpose)."""
     call_id: str | None = None
     """The call id (``call_...``); None = a fresh deterministic id from the upstream."""
+    namespace: str | None = None
+    """Responses wire: the call's ``namespace`` field (chat and harmony carry only ``name``)."""
+
+
+@dataclass(slots=True)
+class RelayedItem:
+    """Responses wire only: an output item with its own recorded events (a hosted tool's
+    ``web_search_call``, an ``image_generation_call`` with partial images...), emitted as OpenAI
+    does: ``output_item.added`` with ``added``, then ``events`` (each gets the item's
+    ``output_index`` and ``item_id`` unless it has them), then ``output_item.done`` with
+    ``done``. See :mod:`responses_gateway.testing.hosted` for recorded shapes."""
+
+    added: dict[str, Any]
+    events: list[dict[str, Any]]
+    done: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +166,8 @@ class Turn:
     ``stream_options.include_usage``."""
 
     # -- responses-only knobs -----------------------------------------------------------------
+    relayed_items: list[RelayedItem] = field(default_factory=list)
+    """Items emitted before every other output item, each with its own events."""
     reasoning_summary: list[str] | None = None
     """Summary parts of the reasoning item (``reasoning_summary_*`` events)."""
     encrypted_content: str | None = None
@@ -241,7 +259,8 @@ class ScriptedUpstream:
     """A FIFO of scripted turns plus a recording of every request; shared by every wire.
 
     Each model request (chat, responses or harmony completions) pops the next turn. When the
-    script is empty the request is answered by the demo model
+    script is empty the request is answered by the ``brain`` factory if one is set, else by the
+    demo model
     (:func:`responses_gateway.testing.demo.demo_turn`), or, with ``demo=False``, with HTTP 500
     ``script_exhausted``. Every method is thread-safe: the
     server usually runs in another thread than the test.
@@ -253,12 +272,16 @@ class ScriptedUpstream:
         demo: bool = True,
         models: Iterable[str] = (),
         responses_only_models: Iterable[str] = (),
+        brain: TurnFactory | None = None,
     ) -> None:
         """Create a script.
 
         Args:
             *turns: Initial turns (or factories computing a turn from ``(body, wire)``).
             demo: Answer with the demo model once the script is empty (else HTTP 500).
+            brain: A factory answering every request once the script is empty (before the
+                demo model): a model that reads the transcript, such as
+                :func:`responses_gateway.testing.brain.brain_turn`.
             models: Extra model names listed by ``GET /v1/models`` (``demo`` always is).
             responses_only_models: Models the chat endpoint refuses with OpenAI's 400
                 ``unsupported_api_for_model`` (pointing at ``/v1/responses``).
@@ -270,6 +293,8 @@ class ScriptedUpstream:
         self._disconnects = 0
         self.demo = demo
         """Answer with the demo model when the script is empty (settable at any time)."""
+        self.brain = brain
+        """Answers every request once the script is empty, before the demo (settable)."""
         self.models: list[str] = list(models)
         """Extra names for ``GET /v1/models``."""
         self.responses_only_models: set[str] = set(responses_only_models)
@@ -358,13 +383,17 @@ class ScriptedUpstream:
     def next_turn(
         self, body: dict[str, Any], wire: Wire, *, demo_view: dict[str, Any] | None = None
     ) -> Turn | None:
-        """Pop the next turn for a request (demo turn when empty); None = script exhausted.
+        """Pop the next turn for a request (brain or demo turn when empty); None = exhausted.
 
         ``demo_view`` is the request as a Chat Completions body, for a wire the demo model cannot
         read (a harmony prompt); the demo answers it as a chat request.
         """
         with self._cond:
             entry = self._turns.popleft() if self._turns else None
+        if entry is None and self.brain is not None:
+            if demo_view is not None:
+                return self.brain(demo_view, "chat")
+            return self.brain(body, wire)
         if entry is None:
             if not self.demo:
                 return None

@@ -96,7 +96,31 @@ _ITEM_STATUS_EVENTS = {
     "response.mcp_list_tools.in_progress": "mcp_list_tools",
     "response.mcp_list_tools.completed": "mcp_list_tools",
     "response.mcp_list_tools.failed": "mcp_list_tools",
+    **{
+        f"response.{kind}.{step}": kind
+        for kind, steps in (
+            ("web_search_call", ("in_progress", "searching", "completed")),
+            ("file_search_call", ("in_progress", "searching", "completed")),
+            ("code_interpreter_call", ("in_progress", "interpreting", "completed")),
+            ("image_generation_call", ("in_progress", "generating", "completed", "partial_image")),
+        )
+        for step in steps
+    },
 }
+_STREAMED_FIELDS = {
+    # event type -> (item type, the item field the deltas build, "delta" or the .done field)
+    "response.custom_tool_call_input.delta": ("custom_tool_call", "input", "delta"),
+    "response.custom_tool_call_input.done": ("custom_tool_call", "input", "input"),
+    "response.code_interpreter_call_code.delta": ("code_interpreter_call", "code", "delta"),
+    "response.code_interpreter_call_code.done": ("code_interpreter_call", "code", "code"),
+}
+_SHELL_COMMAND_EVENTS = frozenset(
+    {
+        "response.shell_call_command.added",
+        "response.shell_call_command.delta",
+        "response.shell_call_command.done",
+    }
+)
 
 
 @dataclass(slots=True)
@@ -120,6 +144,10 @@ class _Item:
     parts: dict[int, _Part] = field(default_factory=dict)
     summaries: dict[int, _Part] = field(default_factory=dict)
     done: dict[str, Any] | None = None
+    streamed: dict[str, _Part] = field(default_factory=dict)
+    """Item fields built from deltas (``input`` of a custom tool call, ``code``...)."""
+    commands: dict[int, _Part] = field(default_factory=dict)
+    """A shell call's commands, by ``command_index``."""
 
 
 def _describe(error: pydantic.ValidationError, limit: int = 5) -> str:
@@ -310,6 +338,16 @@ class _Checker:
             final = summary[index].get("text") if index < len(summary) else None
             if final != part.text:
                 raise self.fail(f"summary[{index}].text {final!r} != streamed {part.text!r}")
+        for key, part in item.streamed.items():
+            if not part.text_done:
+                raise self.fail(f"the item's {key} was streamed but never marked done")
+            if done.get(key) != part.text:
+                raise self.fail(f"{key} {done.get(key)!r} != streamed {part.text!r}")
+        commands = (done.get("action") or {}).get("commands") if item.commands else None
+        for index, part in item.commands.items():
+            final = commands[index] if commands and index < len(commands) else None
+            if not part.text_done or final != part.text:
+                raise self.fail(f"command {index} {final!r} != streamed {part.text!r}")
         if item.arguments_done is not None and done.get("name", item.name) != item.name:
             raise self.fail(f"name {done.get('name')!r} != arguments.done name {item.name!r}")
         if item.arguments_done is not None and done.get("arguments") != item.arguments_done:
@@ -346,6 +384,41 @@ class _Checker:
             self.arguments(item, event)
         elif event_type in _ITEM_STATUS_EVENTS and item.type != _ITEM_STATUS_EVENTS[event_type]:
             raise self.fail(f"sent for a {item.type} item")
+        elif event_type in _STREAMED_FIELDS:
+            self.streamed_field(item, event)
+        elif event_type in _SHELL_COMMAND_EVENTS:
+            self.shell_command(item, event)
+
+    def streamed_field(self, item: _Item, event: dict[str, Any]) -> None:
+        item_type, key, source = _STREAMED_FIELDS[event["type"]]
+        if item.type != item_type:
+            raise self.fail(f"sent for a {item.type} item")
+        part = item.streamed.setdefault(key, _Part(key, ""))
+        if part.text_done:
+            raise self.fail(f"the item's {key} is already done")
+        if source == "delta":
+            part.text += event["delta"]
+        else:
+            self.text_done(part, event[source])
+
+    def shell_command(self, item: _Item, event: dict[str, Any]) -> None:
+        if item.type != "shell_call":
+            raise self.fail(f"sent for a {item.type} item")
+        index = event["command_index"]
+        if event["type"].endswith(".added"):
+            if index in item.commands:
+                raise self.fail(f"command {index} was already added")
+            item.commands[index] = _Part("command", event["command"])
+            return
+        part = item.commands.get(index)
+        if part is None:
+            raise self.fail(f"command {index} has no shell_call_command.added before it")
+        if event["type"].endswith(".delta"):
+            if part.text_done:
+                raise self.fail(f"command {index} is already done")
+            part.text += event["delta"]
+        else:
+            self.text_done(part, event["command"])
 
     def part_added(
         self, item: _Item, parts: dict[int, _Part], index: int, part: dict[str, Any]
