@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from responses_gateway.errors import GatewayError, InvalidRequestError
-from responses_gateway.sinks.websocket import encode_message, error_event
 from responses_gateway.sockets.memory import DEFAULT_STREAM, Latest
 from responses_gateway.tenancy import TenancyPolicy, current_policy
 
@@ -247,6 +246,8 @@ def _endpoint(context: dict[str, Any]) -> str:
 def _post_error(
     runtime: SocketRuntime, context: dict[str, Any], error: GatewayError, stream: str | None
 ) -> None:
+    from responses_gateway.sinks.websocket import encode_message, error_event  # loop's modules
+
     client = runtime.management(_endpoint(context))
     client.post_to_connection(
         ConnectionId=context["connectionId"], Data=encode_message(error_event(error, stream))
