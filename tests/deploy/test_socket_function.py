@@ -280,3 +280,38 @@ def test_connection_limit_and_disconnect(harness: Harness) -> None:
     assert harness.invocations == []
     handle(_event("$disconnect", "c1"), harness.runtime)
     assert harness.items("c1") == {}
+
+
+class _PayloadTooLarge(Exception):
+    pass
+
+
+class _LimitedClient(_LeavingClient):
+    """A management client refusing messages over ``limit`` bytes (API Gateway: 128 KB)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(keep=10_000)
+        self.limit = limit
+
+    def post_to_connection(self, *, ConnectionId: str, Data: bytes) -> None:  # noqa: N803
+        if len(Data) > self.limit:
+            raise _PayloadTooLarge()
+        super().post_to_connection(ConnectionId=ConnectionId, Data=Data)
+
+
+def test_an_event_over_the_message_limit_becomes_an_error_event(
+    harness: Harness, upstream: ScriptedUpstream
+) -> None:
+    handle(_event("$connect", "c1"), harness.runtime)
+    limited = _LimitedClient(limit=1500)
+    harness.runtime.management = lambda url: limited
+    upstream.push(Turn(text=" ".join(["word"] * 400), chunk_size=40))
+    harness.send("c1", {"type": "response.create", "model": "gpt-test", "input": "long"})
+    harness.run_next()
+    types = [m["type"] for m in limited.messages]
+    assert types[0] == "response.created"
+    assert "response.completed" not in types  # it carries the whole output: over the limit
+    errors = [check_socket_error(m) for m in limited.messages if m["type"] == "error"]
+    assert errors and all(e["code"] == "event_too_large" for e in errors)
+    response_id = limited.messages[0]["response"]["id"]
+    assert f"GET /v1/responses/{response_id}" in errors[-1]["message"]

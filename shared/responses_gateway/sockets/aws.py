@@ -22,6 +22,7 @@ decides what a create does (that is the session and the loop).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -138,6 +139,24 @@ class DynamoMemory:
         )
 
 
+def _too_large(message: bytes) -> bytes:
+    from responses_gateway.sinks.websocket import encode_message, error_event
+
+    try:
+        event = json.loads(message)
+    except ValueError:
+        event = {}
+    response_id = (event.get("response") or {}).get("id") if isinstance(event, dict) else None
+    hint = f" Retrieve it with GET /v1/responses/{response_id}." if response_id else ""
+    error = GatewayError(
+        f"A {event.get('type', 'server')} event of {len(message)} bytes could not be delivered: "
+        f"API Gateway carries WebSocket messages up to 128 KB.{hint}",
+        code="event_too_large",
+    )
+    stream = event.get("stream_id") if isinstance(event, dict) else None
+    return encode_message(error_event(error, stream if isinstance(stream, str) else None))
+
+
 class Poster:
     """Posts server messages to one connection in order, one ``PostToConnection`` each, from a
     worker thread (``send`` never blocks the loop). ``gone`` is set when the client left."""
@@ -160,12 +179,21 @@ class Poster:
             if self.gone.is_set():
                 continue
             try:
-                await asyncio.to_thread(
-                    self._client.post_to_connection, ConnectionId=self._connection, Data=message
-                )
-                self.posted += 1
+                await self._post(message)
             except self._client.exceptions.GoneException:
                 self.gone.set()
+            except Exception:
+                # API Gateway refuses messages over 128 KB (a terminal event carrying a long
+                # output): the client hears why instead of waiting for an event that never comes.
+                logger.exception("socket: could not post an event of %d bytes", len(message))
+                with contextlib.suppress(Exception):
+                    await self._post(_too_large(message))
+
+    async def _post(self, message: bytes) -> None:
+        await asyncio.to_thread(
+            self._client.post_to_connection, ConnectionId=self._connection, Data=message
+        )
+        self.posted += 1
 
     async def flush(self) -> None:
         """Wait until every message sent so far was posted (or the client left)."""
