@@ -18,4 +18,4 @@ _runtime: list[SocketRuntime] = []
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     if not _runtime:
         _runtime.append(SocketRuntime.from_env())
-    return handle(event, _runtime[0])
+    return handle(event, _runtime[0], context)

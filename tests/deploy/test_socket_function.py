@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -24,7 +25,7 @@ from responses_gateway.observability import NullTelemetry, lambda_app
 from responses_gateway.sockets.aws import CONNECTION_SECONDS, SocketRuntime, handle
 from responses_gateway.store.local import LocalDynamo
 from responses_gateway.tenancy import TenancyPolicy
-from responses_gateway.testing.script import ScriptedUpstream, Turn
+from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.stream_check import check_socket_error, check_socket_stream
 
 from .conftest import load_entry
@@ -315,3 +316,65 @@ def test_an_event_over_the_message_limit_becomes_an_error_event(
     assert errors and all(e["code"] == "event_too_large" for e in errors)
     response_id = limited.messages[0]["response"]["id"]
     assert f"GET /v1/responses/{response_id}" in errors[-1]["message"]
+
+
+@dataclass
+class _Context:
+    """A Lambda context whose invocation is about to end."""
+
+    remaining_ms: int = 60_000
+
+    def get_remaining_time_in_millis(self) -> int:
+        return self.remaining_ms
+
+
+def test_a_long_stored_run_hands_over_to_the_worker_and_a_follower_posts_the_rest(
+    harness: Harness, upstream: ScriptedUpstream
+) -> None:
+    from responses_gateway.mcp.security import McpPolicy
+    from responses_gateway.testing.mcp_servers import start_mcp_server
+
+    harness.gateway._mcp_policy = McpPolicy(allow_http=True, allow_loopback=True)
+    harness.runtime.hand_over_margin = 3600.0  # past the hand-over time from the first action
+    handle(_event("$connect", "c1"), harness.runtime)
+    with start_mcp_server("calc") as calc:
+        tool = {
+            "type": "mcp",
+            "server_label": "calc",
+            "server_url": calc.url,
+            "require_approval": "never",
+        }
+        upstream.push(
+            Turn(tool_calls=[ToolCall("calc__add", '{"a": 2, "b": 3}', "call_1")]),
+            Turn(text="The sum is 5"),
+        )
+        create = {
+            "type": "response.create",
+            "model": "gpt-test",
+            "input": "2+3?",
+            "tools": [tool],
+            "stream_id": "s",
+        }
+        harness.send("c1", create)
+        handle(harness.invocations.pop(0), harness.runtime, _Context())  # the run
+        [follow] = harness.invocations  # it handed over after its first model call
+        assert follow["socket_follow"]["stream_id"] == "s"
+        assert len(upstream.model_requests()) == 1
+        handle(harness.invocations.pop(0), harness.runtime, _Context())  # the follower
+    events = harness.posted("c1")
+    response = check_socket_stream(events, "s")  # one stream, seamless across the hand-over
+    assert [item["type"] for item in response["output"]] == [
+        "mcp_list_tools",
+        "mcp_call",
+        "message",
+    ]
+    assert response["output"][-1]["content"][0]["text"] == "The sum is 5"
+    assert harness.invocations == []  # it ended within this follower
+    items = harness.items("c1")
+    assert "B#s" not in items and "L#s" not in items  # idle; the stored record continues it
+    upstream.push(Turn(text="again"))
+    harness.send("c1", {**create, "input": "more", "previous_response_id": response["id"]})
+    harness.run_next()
+    last = _responses(harness.posted("c1")[len(events) :])[-1]
+    assert last["output"][-1]["content"][0]["text"] == "again"
+    assert "The sum is 5" in json.dumps(upstream.model_requests()[-1].json)

@@ -14,6 +14,11 @@ holds the connection and each client message is a Lambda invocation:
   posted with ``PostToConnection`` (one event per message, in order). A client that left
   (``GoneException``) cancels the response, as an HTTP disconnect does.
 - ``$disconnect``: the connection's items are deleted.
+- long loops: a stored run still going ``HAND_OVER_MARGIN_SECONDS`` before its invocation ends
+  hands over to the background worker (Step Functions) between two actions, exactly as a
+  foreground HTTP create does; a follower invocation (``{"socket_follow": ...}``) posts the
+  rest of its log to the connection, and hands itself over to a fresh invocation near its own
+  end, until the terminal event.
 
 Connection items share the gateway's table under ``PK = "WS#<connection id>"``. It never
 decides what a create does (that is the session and the loop).
@@ -56,6 +61,10 @@ BUSY_SECONDS = 16 * 60
 """How long a stream stays busy if its run never ends (the function's 15-minute timeout)."""
 _MAX_ITEM_BYTES = 350_000
 """Larger compressed histories are not kept (DynamoDB items are at most 400 KB)."""
+HAND_OVER_MARGIN = 180.0
+"""Seconds before the invocation's end a run hands over to the worker (room for one action)."""
+FOLLOW_MARGIN = 30.0
+"""Seconds before the invocation's end a follower hands over to a fresh invocation."""
 MANAGEMENT_ENDPOINT_ENV = "SOCKET_MANAGEMENT_ENDPOINT"
 """Overrides the management API's endpoint (tests: a moto server)."""
 
@@ -130,6 +139,20 @@ class DynamoMemory:
         except self._client.exceptions.ConditionalCheckFailedException:
             return False
         return True
+
+    async def finish(self, stream_id: str) -> None:
+        """A handed-over run ended: the stream is idle, and its latest response is the stored
+        one (continued from the table), not an older one kept here."""
+        writes = [
+            {
+                "Delete": {
+                    "TableName": self._table,
+                    "Key": _key(self._connection, f"{kind}#{stream_id}"),
+                }
+            }
+            for kind in ("B", "L")
+        ]
+        await asyncio.to_thread(self._client.transact_write_items, TransactItems=writes)
 
     async def release(self, stream_id: str) -> None:
         await asyncio.to_thread(
@@ -215,6 +238,7 @@ class SocketRuntime:
     """Hands a run to an asynchronous invocation of this function."""
     gateway: Callable[[], Gateway]
     max_seconds: float = 3600.0
+    hand_over_margin: float = HAND_OVER_MARGIN
     tenancy: TenancyPolicy | None = None
     """How $connect names the tenant (the environment's policy by default)."""
     clock: Callable[[], float] = time.time
@@ -393,12 +417,16 @@ async def run_create(
     poster: Poster,
     tenant: str,
     message: str,
+    *,
+    pause: Any = None,
+    hand_over: Any = None,
 ) -> None:
     """Run one ``response.create`` message on the connection: the session's own create path,
-    events posted as they come; the client leaving cancels the response."""
+    events posted as they come; the client leaving cancels the response. ``pause`` and
+    ``hand_over`` are the session's (a long loop continues in the background worker)."""
     from responses_gateway.sockets.session import Session
 
-    session = Session(gateway, tenant, poster.send, memory=memory)
+    session = Session(gateway, tenant, poster.send, memory=memory, pause=pause, hand_over=hand_over)
     session.receive(message)
     tasks = list(session.running.values())
     if tasks:
@@ -410,14 +438,116 @@ async def run_create(
     await poster.flush()
 
 
-def _run(runtime: SocketRuntime, payload: dict[str, Any]) -> dict[str, Any]:
+def _remaining(context: Any) -> float | None:
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return float(remaining()) / 1000 if callable(remaining) else None
+
+
+def _run(runtime: SocketRuntime, payload: dict[str, Any], context: Any) -> dict[str, Any]:
     connection_id = payload["connection_id"]
     memory = DynamoMemory(runtime.dynamodb, runtime.table, connection_id, payload["expires_at"])
     poster = Poster(runtime.management(payload["endpoint"]), connection_id)
+    gateway = runtime.gateway()
+    left = _remaining(context)
+    pause = None
+    if left is not None:
+        from responses_gateway.api.deps import Timing
+
+        timing = Timing(hand_over_at=time.time() + left - runtime.hand_over_margin)
+        pause = timing.pause
+
+    async def hand_over(run: Any, stream_id: str | None, sent: list[bytes]) -> None:
+        from responses_gateway.background.runs import hand_over as to_worker
+        from responses_gateway.sinks.sse import encode_frame
+
+        frames = []
+        for message in sent:
+            event = json.loads(message)
+            event.pop("stream_id", None)
+            frames.append(encode_frame(event["type"], event))
+        await to_worker(gateway, run, frames)
+        runtime.invoke(
+            {
+                "socket_follow": {
+                    **payload,
+                    "response_id": run.state.response_id,
+                    "stream_id": stream_id,
+                    "after": len(frames) - 1,
+                }
+            }
+        )
+
     asyncio.set_event_loop(runtime.loop)
     runtime.loop.run_until_complete(
-        run_create(runtime.gateway(), memory, poster, payload["tenant"], payload["message"])
+        run_create(
+            gateway,
+            memory,
+            poster,
+            payload["tenant"],
+            payload["message"],
+            pause=pause,
+            hand_over=hand_over,
+        )
     )
+    return {"statusCode": 200}
+
+
+def _log_events(frame: bytes) -> list[dict[str, Any]]:
+    """The events of logged SSE frames (comments, the log's heartbeats, carry none)."""
+    events = []
+    for block in frame.decode().split("\n\n"):
+        for line in block.split("\n"):
+            if line.startswith("data: "):
+                events.append(json.loads(line[6:]))
+    return events
+
+
+def _follow(runtime: SocketRuntime, payload: dict[str, Any], context: Any) -> dict[str, Any]:
+    """Post a handed-over run's log to the connection (see the module docstring)."""
+    from responses_gateway.background.log import follow
+    from responses_gateway.background.runs import cancel_handed_over
+    from responses_gateway.sinks.websocket import encode_message
+
+    connection_id = payload["connection_id"]
+    tenant, response_id = payload["tenant"], payload["response_id"]
+    stream_id = payload.get("stream_id")
+    memory = DynamoMemory(runtime.dynamodb, runtime.table, connection_id, payload["expires_at"])
+    poster = Poster(runtime.management(payload["endpoint"]), connection_id)
+    gateway = runtime.gateway()
+    left = _remaining(context)
+    deadline = None if left is None else time.monotonic() + left - FOLLOW_MARGIN
+    terminal = ("response.completed", "response.incomplete", "response.failed")
+
+    async def main() -> tuple[int, bool]:
+        after, ended = int(payload["after"]), False
+        frames = follow(
+            gateway.store,
+            tenant,
+            response_id,
+            after,
+            notifier=gateway.notifier,
+            deadline=deadline,
+            heartbeat=None,
+        )
+        async for frame in frames:
+            for event in _log_events(frame):
+                after = max(after, int(event.get("sequence_number", after)))
+                if event["type"] in terminal:
+                    ended = True
+                    await memory.finish(stream_id or DEFAULT_STREAM)
+                if stream_id is not None:
+                    event["stream_id"] = stream_id
+                poster.send(encode_message(event))
+            if poster.gone.is_set():  # the client left: cancel, as for a streaming client
+                await cancel_handed_over(gateway, tenant, response_id)
+                return after, True
+        await poster.flush()
+        return after, ended
+
+    asyncio.set_event_loop(runtime.loop)
+    after, ended = runtime.loop.run_until_complete(main())
+    if not ended:
+        runtime.invoke({"socket_follow": {**payload, "after": after}})
     return {"statusCode": 200}
 
 
@@ -428,10 +558,12 @@ _ROUTES: dict[str, Callable[[SocketRuntime, dict[str, Any]], dict[str, Any]]] = 
 }
 
 
-def handle(event: dict[str, Any], runtime: SocketRuntime) -> dict[str, Any]:
+def handle(event: dict[str, Any], runtime: SocketRuntime, context: Any = None) -> dict[str, Any]:
     """Route one invocation of the socket function (see the module docstring)."""
     if "socket_run" in event:
-        return _run(runtime, event["socket_run"])
+        return _run(runtime, event["socket_run"], context)
+    if "socket_follow" in event:
+        return _follow(runtime, event["socket_follow"], context)
     route = _ROUTES.get(str(event.get("requestContext", {}).get("routeKey")))
     if route is None:
         return {"statusCode": 400}

@@ -19,20 +19,22 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from responses_gateway.errors import GatewayError, InternalError, InvalidRequestError
 from responses_gateway.loop import run_loop
 from responses_gateway.loop.events import LoopEvent, ResponseFinished, Sink
-from responses_gateway.service import Gateway
+from responses_gateway.loop.state import LoopState
+from responses_gateway.service import Gateway, PreparedRun
 from responses_gateway.sinks.websocket import WebSocketSink, encode_message, error_event
 from responses_gateway.sockets.memory import DEFAULT_STREAM, ConnectionMemory, LocalMemory
 
 __all__ = [
     "MAX_MESSAGE_BYTES_ENV",
     "MAX_SECONDS_ENV",
+    "HandOver",
     "Session",
     "SessionLimits",
     "connection_limit_error",
@@ -80,6 +82,11 @@ def connection_limit_error(limits: SessionLimits) -> InvalidRequestError:
     )
 
 
+HandOver = Callable[[PreparedRun, str | None, list[bytes]], Awaitable[None]]
+"""Continues a run that paused (``run.state`` still ``in_progress``) elsewhere, given its stream
+and the messages already sent; the stream stays busy until that continuation ends it."""
+
+
 class _StreamSink:
     """Forwards loop events to the socket sink and frees the stream just before the terminal
     event leaves, so a client that answers it at once finds the stream idle (and, since the
@@ -104,6 +111,9 @@ class Session:
         send: called with each server message's bytes, in order; must not block.
         memory: the connection's memory (in process by default).
         limits: message size and connection lifetime.
+        pause: for a prepared run, when its loop must stop between two actions (None: never),
+            e.g. near the end of a Lambda invocation.
+        hand_over: what continues a paused run (required with ``pause``).
     """
 
     def __init__(
@@ -114,12 +124,16 @@ class Session:
         *,
         memory: ConnectionMemory | None = None,
         limits: SessionLimits | None = None,
+        pause: Callable[[PreparedRun], Callable[[LoopState], bool] | None] | None = None,
+        hand_over: HandOver | None = None,
     ) -> None:
         self.gateway = gateway
         self.tenant = tenant
         self.memory: ConnectionMemory = memory if memory is not None else LocalMemory()
         self.limits = limits or SessionLimits()
         self._send = send
+        self._pause = pause
+        self._hand_over = hand_over
         self._running: dict[str, asyncio.Task[None]] = {}
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "response.create": self._create,
@@ -226,11 +240,21 @@ class Session:
             await self.memory.release(key)
             self._error(InternalError("The server had an error processing your request."))
             return
-        sink = WebSocketSink(
-            self._send, stream_id=stream_id, include_obfuscation=run.include_obfuscation
-        )
+        pause = self._pause(run) if self._pause is not None else None
+        sent: list[bytes] = []
+        send = self._send
+        if pause is not None:
+
+            def send(message: bytes) -> None:
+                sent.append(message)  # the start of the log, should the loop hand over
+                self._send(message)
+
+        sink = WebSocketSink(send, stream_id=stream_id, include_obfuscation=run.include_obfuscation)
         try:
-            await run_loop(run.state, run.ctx, _StreamSink(sink, lambda: self._free(key, task)))
+            stream_sink = _StreamSink(sink, lambda: self._free(key, task))
+            await run_loop(run.state, run.ctx, stream_sink, pause=pause)
+            if run.state.status == "in_progress" and self._hand_over is not None:
+                await self._hand_over(run, stream_id, sent)
         except Exception:  # the loop fails responses itself; this is a bug, not a request error
             logger.exception("socket response %s failed", run.state.response_id)
             self._free(key, task)
