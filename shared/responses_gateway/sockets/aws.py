@@ -363,7 +363,7 @@ def _default(runtime: SocketRuntime, event: dict[str, Any]) -> dict[str, Any]:
         message = None
     if not isinstance(message, dict) or message.get("type") != "response.create":
         # the session owns the wording of every message-level error
-        _run_session(runtime, context, connection, body, post_only=True)
+        _answer_with_session(runtime, context, connection, body)
         return {"statusCode": 200}
     stream_id = message.get("stream_id") if isinstance(message.get("stream_id"), str) else None
     memory = DynamoMemory(
@@ -392,13 +392,8 @@ def _default(runtime: SocketRuntime, event: dict[str, Any]) -> dict[str, Any]:
     return {"statusCode": 200}
 
 
-def _run_session(
-    runtime: SocketRuntime,
-    context: dict[str, Any],
-    connection: dict[str, Any],
-    body: str,
-    *,
-    post_only: bool,
+def _answer_with_session(
+    runtime: SocketRuntime, context: dict[str, Any], connection: dict[str, Any], body: str
 ) -> None:
     """Answer a message that is not a create (an ``error`` event) with the session's wording."""
     from responses_gateway.sockets.session import Session
