@@ -10,10 +10,12 @@ event it received is judged here by the stream validator.
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from responses_gateway.app import create_app
@@ -144,3 +146,60 @@ def test_node_sdk_websocket_client(
 
     [unknown] = steps["unknown"]
     assert check_socket_error(unknown)["code"] == "previous_response_not_found"
+
+
+def test_node_sdk_tool_loop_http_state_leaving_and_refused_handshake(
+    node_modules: Path,
+    served: tuple[ScriptedUpstream, RunningServer],
+    ws_wire: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    upstream, gateway = served
+    upstream.reset()
+    for turn in range(20):
+        upstream.push(Turn(tool_calls=[ToolCall("read_file", f'{{"path":"f{turn}"}}')]))
+    upstream.push(
+        Turn(text="done"),
+        Turn(text="first"),
+        Turn(text="second"),
+        Turn(text="third"),
+        Turn(text="one two three four five six", hold_after=5),
+    )
+    monkeypatch.setenv("GATEWAY_API_KEYS", f"{CLIENT_KEY}:team-node")
+    done = run_node(
+        JS_DIR / "ws_node_more.mjs",
+        {
+            "GATEWAY_URL": f"{gateway.url}/v1",
+            "GATEWAY_KEY": CLIENT_KEY,
+            "MODEL": WS_MODELS[ws_wire],
+        },
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout)
+
+    responses = [check_socket_stream(events) for events in out["loop"]]
+    assert len(responses) == 21 and _text(responses[-1]) == "done"
+    for turn, response in enumerate(responses[:-1]):
+        [call] = [i for i in response["output"] if i["type"] == "function_call"]
+        assert json.loads(call["arguments"]) == {"path": f"f{turn}"}
+    assert all(f"r{turn}" in _sent(upstream, 20) for turn in range(20))
+
+    assert _text(check_socket_stream(out["on_socket"])) == "second"
+    assert "alpha" in _sent(upstream, 22)
+    assert out["http"]["back"] == "third"
+    assert all(word in _sent(upstream, 23) for word in ("alpha", "first", "beta", "second"))
+
+    assert upstream.wait_for_disconnects(1, timeout=10) >= 1
+    pause = threading.Event()
+    with httpx.Client(base_url=f"{gateway.url}/v1", timeout=10) as http:
+        headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+        for _ in range(500):  # polls until the cleanup task stored the cancelled response
+            stored = http.get(f"/responses/{out['left']}", headers=headers).json()
+            if stored.get("status") == "cancelled":
+                break
+            pause.wait(0.02)
+        assert stored["status"] == "cancelled"
+        assert stored["output"][0]["content"][0]["text"].startswith("one")
+
+    assert out["refused"] != {} and "401" in json.dumps(out["refused"])
