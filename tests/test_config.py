@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from responses_gateway.config import ConfigError, load_config, parse_config
+from responses_gateway.config import ConfigError, ToolBackend, load_config, parse_config
 from responses_gateway.errors import NotFoundError
 
 TOML = """
@@ -108,3 +108,42 @@ def test_provider_repr_never_shows_the_key() -> None:
 def test_parse_config_invalid_raises_config_error(providers: list[object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config({"providers": providers})
+
+
+def test_hosted_tools_policy_defaults_to_omit_and_accepts_reject() -> None:
+    base = {"name": "p", "base_url": "http://x/v1"}
+    omit = parse_config({"providers": [base]}).providers[0]
+    reject = parse_config({"providers": [{**base, "hosted_tools": "reject"}]}).providers[0]
+
+    assert (omit.hosted_tools, reject.hosted_tools) == ("omit", "reject")
+    with pytest.raises(ConfigError, match="hosted_tools must be 'omit' or 'reject'"):
+        parse_config({"providers": [{**base, "hosted_tools": "drop"}]})
+
+
+def test_upstream_hosted_tools_variable_sets_the_single_provider_policy() -> None:
+    env = {"UPSTREAM_BASE_URL": "http://x/v1", "UPSTREAM_HOSTED_TOOLS": "reject"}
+
+    config = load_config(env)
+
+    assert config is not None and config.providers[0].hosted_tools == "reject"
+
+
+def test_tool_backends_name_an_operator_server_and_a_backed_kind() -> None:
+    base = {
+        "providers": [{"name": "p", "base_url": "http://x/v1"}],
+        "mcp_servers": [{"server_label": "search", "url": "https://search.example/mcp"}],
+    }
+    backend = {"type": "web_search", "server_label": "search", "tool": "find"}
+
+    config = parse_config({**base, "tool_backends": [backend]})
+
+    assert config.tool_backend("web_search") == ToolBackend("web_search", "search", "find")
+    assert config.tool_backend("file_search") is None
+    for broken, message in [
+        ({**backend, "type": "file_search"}, "type must be one of web_search"),
+        ({**backend, "server_label": "nope"}, "server_label must name one of the mcp_servers"),
+        ({**backend, "tool": ""}, "tool must be a non-empty string"),
+        ({**backend, "extra": 1}, "unknown key 'extra'"),
+    ]:
+        with pytest.raises(ConfigError, match=message):
+            parse_config({**base, "tool_backends": [broken]})

@@ -83,6 +83,7 @@ CLIENT_KINDS: dict[str, tuple[dict[str, Any], str, dict[str, Any], dict[str, Any
     ),
 }
 HOSTED = ["web_search", "file_search", "code_interpreter", "image_generation"]
+BACKED = frozenset({"web_search"})
 
 
 def test_table_covers_every_kind_once() -> None:
@@ -330,3 +331,28 @@ def test_search_tools_ranks_deferred_tools_by_shared_words_and_keeps_namespaces(
     ]
     assert best == [{**found[0], "tools": [close]}]
     assert search_tools([deferred], [], {"query": "nothing matches"}) == []
+
+
+def test_backed_hosted_kind_is_lowered_and_its_run_replays_with_its_result() -> None:
+    view = tool_view([{"type": "web_search"}], [], {"type": "web_search"}, "chat", backed=BACKED)
+    call = {**view.calls["web_search"].item('{"query": "q"}'), "id": "ws_1"}
+
+    assert [t["name"] for t in view.tools] == ["web_search"] and view.omitted == []
+    assert view.tool_choice == {"type": "function", "name": "web_search"}
+    assert call == {
+        "type": "web_search_call",
+        "id": "ws_1",
+        "action": {"type": "search", "query": "q"},
+    }
+    assert runs_on_gateway({**call, "status": "in_progress"})
+    assert lower_items([call], {"ws_1": "results"}) == [
+        {
+            "type": "function_call",
+            "call_id": "ws_1",
+            "name": "web_search",
+            "arguments": '{"query": "q"}',
+        },
+        {"type": "function_call_output", "call_id": "ws_1", "output": "results"},
+    ]
+    assert lower_items([call]) == []  # a later response: like OpenAI, the results are gone
+    assert hosted_tools_without_backend([{"type": "web_search"}], "chat", "reject", BACKED) == []

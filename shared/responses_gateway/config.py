@@ -17,6 +17,9 @@ trusts, which a request selects by ``server_label`` alone (see ``docs/mcp.md``).
 one of ``url`` (a remote server over streamable HTTP or SSE) or ``command`` (a stdio server the
 gateway spawns). Their secrets (``headers``, ``headers_env``, ``env``, ``env_from``) are resolved
 here, at startup, and kept out of every ``repr``; every mistake is a :class:`ConfigError`.
+
+``tool_backends`` give a hosted tool type (``web_search``) a backend on Chat Completions and
+harmony providers: a tool of an operator MCP server the gateway calls (see ``docs/tools.md``).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ __all__ = [
     "McpServerTransport",
     "OperatorMcpServer",
     "Provider",
+    "ToolBackend",
     "load_config",
     "parse_config",
 ]
@@ -117,6 +121,24 @@ class OperatorMcpServer:
         )
 
 
+BACKED_TOOL_TYPES = ("web_search",)
+"""Hosted tool kinds an operator may give a backend."""
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBackend:
+    """A hosted tool kind run by the gateway through a tool of an operator MCP server."""
+
+    type: str
+    """The hosted tool kind (``web_search`` serves every ``web_search*`` tool type)."""
+    server_label: str
+    """An operator MCP server (``mcp_servers``)."""
+    tool: str
+    """The tool's name on that server."""
+    argument: str = "query"
+    """The name of the tool's argument that receives the search query."""
+
+
 @dataclass(frozen=True, slots=True)
 class GatewayConfig:
     """The providers, and how a request's ``model`` picks one; the operator's MCP servers."""
@@ -124,6 +146,15 @@ class GatewayConfig:
     providers: tuple[Provider, ...]
     mcp_servers: tuple[OperatorMcpServer, ...] = ()
     """MCP servers requests may select by ``server_label`` (with no ``server_url``)."""
+    tool_backends: tuple[ToolBackend, ...] = ()
+    """Hosted tool kinds the gateway runs itself on chat and harmony providers."""
+
+    def tool_backend(self, kind: str) -> ToolBackend | None:
+        """The backend of a hosted tool kind, or ``None``."""
+        for backend in self.tool_backends:
+            if backend.type == kind:
+                return backend
+        return None
 
     def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
         """The operator MCP server labelled ``server_label``, or ``None``."""
@@ -228,7 +259,41 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         raise ConfigError("provider names must be unique")
     if sum(1 for p in providers if p.default) > 1:
         raise ConfigError("at most one provider may be the default")
-    return GatewayConfig(providers, _mcp_servers(data.get("mcp_servers"), env))
+    servers = _mcp_servers(data.get("mcp_servers"), env)
+    return GatewayConfig(providers, servers, _tool_backends(data.get("tool_backends"), servers))
+
+
+def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[ToolBackend, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(entry, dict) for entry in raw):
+        raise ConfigError("tool_backends must be a list of tables")
+    backends: list[ToolBackend] = []
+    labels = {server.server_label for server in servers}
+    for index, entry in enumerate(raw):
+        name = f"tool_backends[{index}]"
+        unknown = sorted(set(entry) - {"type", "server_label", "tool", "argument"})
+        if unknown:
+            raise ConfigError(f"{name}: unknown key {unknown[0]!r}")
+        kind = entry.get("type")
+        if kind not in BACKED_TOOL_TYPES:
+            raise ConfigError(f"{name}: type must be one of {', '.join(BACKED_TOOL_TYPES)}")
+        if entry.get("server_label") not in labels:
+            raise ConfigError(f"{name}: server_label must name one of the mcp_servers")
+        for key in ("tool", "argument"):
+            if not isinstance(entry.get(key, "query"), str) or not entry.get(key, "query"):
+                raise ConfigError(f"{name}: {key} must be a non-empty string")
+        if any(b.type == kind for b in backends):
+            raise ConfigError(f"{name}: a backend for {kind!r} is already configured")
+        backends.append(
+            ToolBackend(
+                str(kind),
+                str(entry["server_label"]),
+                str(entry["tool"]),
+                str(entry.get("argument", "query")),
+            )
+        )
+    return tuple(backends)
 
 
 def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:

@@ -17,7 +17,7 @@ import asyncio
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from responses_gateway.config import OperatorMcpServer
+from responses_gateway.config import OperatorMcpServer, ToolBackend
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import LoopState
@@ -36,10 +36,11 @@ from responses_gateway.mcp.tools import (
     listed_tools_in_context,
     needs_approval,
     select_server,
+    server_from_operator,
 )
 from responses_gateway.protocol.request import McpTool
 
-__all__ = ["McpToolRegistry"]
+__all__ = ["McpBackend", "McpToolRegistry"]
 
 
 class McpToolRegistry:
@@ -141,4 +142,22 @@ class McpToolRegistry:
                 error=protocol_error(-32602, f"No MCP server '{label}' in this request's tools.")
             )
         result = await self._client.call_tool(server, str(call.get("name")), call.get("arguments"))
+        return ToolOutcome(output=result.output, error=result.error)
+
+
+class McpBackend:
+    """A hosted tool kind run through a tool of an operator MCP server (implements
+    ``loop.tools.HostedBackend``): the call's search query goes to the tool's ``argument``."""
+
+    def __init__(self, backend: ToolBackend, server: OperatorMcpServer, client: McpClient):
+        self._backend = backend
+        self._server = server_from_operator(server)
+        self._client = client
+
+    async def run(self, item: dict[str, Any]) -> ToolOutcome:
+        action = item.get("action") if isinstance(item.get("action"), dict) else {}
+        query = str((action or {}).get("query") or "")
+        result = await self._client.call_tool(
+            self._server, self._backend.tool, {self._backend.argument: query}
+        )
         return ToolOutcome(output=result.output, error=result.error)

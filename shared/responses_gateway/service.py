@@ -33,7 +33,7 @@ from responses_gateway.loop.prepared import (
     to_model_items,
 )
 from responses_gateway.loop.state import Finish, LoopState
-from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
     McpTool,
@@ -42,7 +42,7 @@ from responses_gateway.protocol.request import (
     request_input,
 )
 from responses_gateway.store.base import Store, StoredResponse
-from responses_gateway.tool_kinds import hosted_tools_without_backend
+from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 
 logger = logging.getLogger(__name__)
 
@@ -176,6 +176,26 @@ class Gateway:
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
+    def _backends(self, tools: list[dict[str, Any]], wire: str) -> dict[str, HostedBackend]:
+        """The configured backends of the hosted tools a request over ``wire`` names (only
+        function wires need them; the MCP machinery is imported only when one is used)."""
+        if wire not in LOWERED_WIRES:
+            return {}
+        backends: dict[str, HostedBackend] = {}
+        for tool in tools:
+            kind = kind_of(str(tool.get("type")))
+            backend = self.config.tool_backend(kind.name) if kind is not None else None
+            server = self.config.mcp_server(backend.server_label) if backend else None
+            if kind is None or backend is None or server is None or kind.name in backends:
+                continue
+            from responses_gateway.gateway_tools import McpBackend
+            from responses_gateway.mcp.client import McpClient
+
+            if self._mcp_client is None:
+                self._mcp_client = McpClient(self._mcp_policy)
+            backends[kind.name] = McpBackend(backend, server, self._mcp_client)
+        return backends
+
     def _gateway_tools(self, tools: list[Any], context: list[dict[str, Any]]) -> ToolRegistry:
         """The request's gateway tools; the MCP machinery is imported only when it has some."""
         if not any(isinstance(t, McpTool) for t in tools):
@@ -198,9 +218,11 @@ class Gateway:
         if run.get("mcp_tools"):
             parsed = parse_create_request({"model": state.model, "tools": run["mcp_tools"]})
             tools = list(parsed.tools or [])
+        adapter = make_adapter(provider, self.client, self.latch)
         return LoopContext(
-            adapter=make_adapter(provider, self.client, self.latch),
+            adapter=adapter,
             upstream_model=upstream_model,
+            backends=self._backends(list(state.request.get("tools") or []), adapter.wire),
             tools=self._gateway_tools(tools, [*state.control_items, *state.output]),
             max_tool_calls=self.max_tool_calls,
             persist=persist if persist is not None else self.persister_for(tenant, run),
@@ -317,10 +339,10 @@ class Gateway:
             next_action=decide_start(approved) if generate else Finish("completed"),
         )
         adapter = make_adapter(provider, self.client, self.latch)
+        tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
+        backends = self._backends(tool_dicts, adapter.wire)
         omitted = hosted_tools_without_backend(
-            [_tool_dict(tool) for tool in request.tools or []],
-            adapter.wire,
-            provider.hosted_tools,
+            tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
         if omitted:
             logger.info(
@@ -332,6 +354,7 @@ class Gateway:
         ctx = LoopContext(
             adapter=adapter,
             upstream_model=upstream_model,
+            backends=backends,
             tools=self._gateway_tools(
                 list(request.tools or []), [*context.history, *prepared.items]
             ),

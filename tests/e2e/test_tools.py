@@ -8,6 +8,7 @@ same exposed names. A Responses upstream's items and events are relayed as they 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +16,17 @@ import httpx
 import openai
 import pytest
 
+from responses_gateway.app import create_app
+from responses_gateway.config import parse_config
+from responses_gateway.mcp.security import McpPolicy
+from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.testing import hosted
+from responses_gateway.testing.mcp_servers import start_mcp_server
 from responses_gateway.testing.script import RelayedItem, ScriptedUpstream, ToolCall, Turn
+from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import Stack
+from .conftest import MODELS, TABLE, Stack
 
 NAMESPACE = {
     "type": "namespace",
@@ -569,3 +576,108 @@ def test_server_tool_search_runs_on_the_gateway_and_loads_the_matches(
     with client.responses.stream(model=model, input="close", tools=tools) as stream:
         final = stream.get_final_response()
     assert [i.type for i in final.output] == ["tool_search_call", "tool_search_output", "message"]
+
+
+# --------------------------------------------------------------------------- hosted backends
+
+
+@pytest.fixture(scope="module")
+def backed(stack: Stack) -> Iterator[RunningServer]:
+    """A gateway whose operator gave ``web_search`` a backend: a loopback MCP search server."""
+    base = f"{stack.upstream_server.url}/v1"
+    with start_mcp_server("search") as search:
+        config = parse_config(
+            {
+                "providers": [
+                    {"name": wire, "base_url": base, "api": wire, "models": [model]}
+                    for wire, model in MODELS.items()
+                ],
+                "mcp_servers": [{"server_label": "search", "url": search.url}],
+                "tool_backends": [
+                    {"type": "web_search", "server_label": "search", "tool": "search"}
+                ],
+            },
+            {},
+        )
+        app = create_app(config, DynamoStore(stack.dynamo.client, TABLE), mcp_policy=McpPolicy())
+        with run_in_thread(app) as server:
+            yield server
+
+
+@pytest.mark.parametrize("wire", LOWERED)
+def test_backed_web_search_runs_on_the_gateway_as_a_web_search_call(
+    backed: RunningServer, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    upstream.push(_call(wire, "web_search", {"query": "paris weather"}, None))
+    upstream.push(Turn(text="Sunny."))
+    body = {"model": model, "input": "weather?", "tools": [{"type": "web_search_preview"}]}
+
+    with httpx.Client(base_url=f"{backed.url}/v1", timeout=30) as http:
+        answer, streamed = _stream(http, body)
+
+    assert "x-gateway-omitted-tools" not in answer.headers
+    search, message = streamed["final"]["output"]
+    assert search == {
+        "id": search["id"],
+        "type": "web_search_call",
+        "status": "completed",
+        "action": {"type": "search", "query": "paris weather"},
+    }
+    assert message["content"][0]["text"] == "Sunny."
+    assert streamed["types"][2:8] == [
+        "response.output_item.added",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
+        "response.output_item.done",
+        "response.output_item.added",
+    ]
+    if wire == "chat":
+        first, second = upstream.model_requests()[-2:]
+        assert _offered(first.json) == ["web_search"]
+        assert second.json["messages"][-1]["content"] == (
+            "1. paris weather: https://example.com/paris-weather"
+        )
+
+    upstream.push(_call(wire, "web_search", {"query": "x"}, None))
+    upstream.push(Turn(text="Done."))
+    tools: Any = [{"type": "web_search"}]
+    with (
+        openai.OpenAI(base_url=f"{backed.url}/v1", api_key="k", max_retries=0) as client,
+        client.responses.stream(model=model, input="x", tools=tools) as s,
+    ):
+        final = s.get_final_response()
+    assert [i.type for i in final.output] == ["web_search_call", "message"]
+
+
+LATER_TURNS = {
+    "family-a-namespace-call-output.json": ("multi_agent_v1__close_agent", '{"target": "nobody"}'),
+    "family-b-apply-patch-output.json": ("apply_patch", None),
+    "family-b-tool-search-output.json": ("tool_search", '{"query": "agent", "limit": 3}'),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LATER_TURNS))
+def test_codex_later_turns_replay_under_the_exposed_names_over_chat(
+    http: httpx.Client, upstream: ScriptedUpstream, name: str, codex: Any
+) -> None:
+    body = {**codex(name)["body"], "model": "scripted-chat"}
+    upstream.push(Turn(text="ok"))
+
+    _, streamed = _stream(http, body)
+
+    assert streamed["final"]["status"] == "completed"
+    payload = _model_payload(upstream)
+    calls = [c for m in payload["messages"] for c in m.get("tool_calls") or []]
+    exposed, arguments = LATER_TURNS[name]
+    assert [c["function"]["name"] for c in calls] == [exposed]  # never doubled, never bare
+    if arguments is not None:
+        assert calls[0]["function"]["arguments"] == arguments
+    else:
+        assert json.loads(calls[0]["function"]["arguments"])["input"].startswith("*** Begin Patch")
+    answer = payload["messages"][-1]
+    assert answer["role"] == "tool" and answer["tool_call_id"] == calls[0]["id"]
+    if name == "family-b-tool-search-output.json":  # the loaded namespace is callable now
+        assert {"multi_agent_v1__spawn_agent", "multi_agent_v1__close_agent"} <= set(
+            _offered(payload)
+        )

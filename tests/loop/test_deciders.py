@@ -106,3 +106,38 @@ def test_decide_start_without_approvals_calls_llm() -> None:
 
 def test_decide_start_with_approvals_executes_them_first() -> None:
     assert decide_start(("mcpr_1", "mcpr_2")) == ExecuteTools(approved=("mcpr_1", "mcpr_2"))
+
+
+SERVER_SEARCH = {
+    "type": "tool_search_call",
+    "id": "tsc_1",
+    "call_id": "call_ts",
+    "arguments": {"query": "x"},
+    "execution": "server",
+    "status": "in_progress",
+}
+
+
+def test_decide_after_call_llm_gateway_run_tool_calls_execute_next() -> None:
+    search = {"type": "web_search_call", "id": "ws_1", "status": "in_progress", "action": {}}
+
+    assert decide_after_call_llm(_state([SERVER_SEARCH, search])) == ExecuteTools((0, 1))
+
+
+def test_decide_after_call_llm_client_tool_search_and_custom_calls_finish() -> None:
+    client = {**SERVER_SEARCH, "execution": "client", "status": "completed"}
+    custom = {"type": "custom_tool_call", "call_id": "c", "name": "x", "input": ""}
+
+    assert decide_after_call_llm(_state([client, custom])) == Finish("completed")
+
+
+def test_decide_after_execute_tools_server_search_answered_calls_the_model_again() -> None:
+    answered = [{**SERVER_SEARCH, "status": "completed"}, {"type": "tool_search_output"}]
+
+    assert decide_after_execute_tools(_state(answered)) == CallLlm()
+
+
+def test_decide_after_execute_tools_returns_lowered_client_calls_to_the_client() -> None:
+    shell = {"type": "shell_call", "call_id": "c", "action": {}, "status": "completed"}
+
+    assert decide_after_execute_tools(_state([_mcp("completed"), shell])) == Finish("completed")

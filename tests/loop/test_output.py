@@ -7,6 +7,7 @@ from typing import Any
 from responses_gateway.loop.events import (
     ArgumentsDelta,
     ArgumentsFinished,
+    ItemEvent,
     ItemFinished,
     ItemStarted,
     LoopEvent,
@@ -16,6 +17,7 @@ from responses_gateway.loop.events import (
 )
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import LoopState
+from responses_gateway.tool_kinds import tool_view
 
 
 class Recorder:
@@ -204,3 +206,62 @@ def test_closed_writers_ignore_late_text_and_arguments() -> None:
     assert state.output[0]["content"][0]["text"] == ""
     assert state.output[1]["name"] == "f" and state.output[1]["arguments"] == ""
     assert not any(isinstance(e, (TextDelta, ArgumentsDelta)) for e in sink.events)
+
+
+def _bound(tools: list[dict[str, Any]]) -> tuple[LoopState, Recorder, OutputWriter]:
+    state, sink, out = _writer()
+    out.calls = tool_view(tools, [], "auto", "chat").calls
+    return state, sink, out
+
+
+def test_lowered_custom_call_becomes_a_custom_tool_call_with_its_input_events() -> None:
+    state, sink, out = _bound([{"type": "custom", "name": "apply_patch"}])
+
+    call = out.function_call(name="apply_patch", call_id="call_1")
+    call.arguments('{"input": ')
+    call.arguments('"PATCH"}')
+    call.finish()
+
+    item = state.output[0]
+    assert item == {
+        "id": item["id"],
+        "call_id": "call_1",
+        "type": "custom_tool_call",
+        "input": "PATCH",
+        "name": "apply_patch",
+        "status": "completed",
+    }
+    where = {"item_id": item["id"], "output_index": 0}
+    assert sink.events == [
+        ItemStarted(0, {**item, "input": "", "status": "in_progress"}),
+        ItemEvent("response.custom_tool_call_input.delta", {**where, "delta": "PATCH"}),
+        ItemEvent("response.custom_tool_call_input.done", {**where, "input": "PATCH"}),
+        ItemFinished(0, item),
+    ]
+
+
+def test_lowered_call_cut_off_is_reported_incomplete_when_the_writer_closes() -> None:
+    state, _, out = _bound([{"type": "shell"}])
+
+    out.function_call(name="shell", call_id="call_1").arguments('{"commands": ["ls"]}')
+    out.close_open("incomplete")
+
+    assert state.output[0]["type"] == "shell_call"
+    assert state.output[0]["status"] == "incomplete"
+
+
+def test_namespaced_function_call_streams_under_its_inner_name() -> None:
+    namespace = {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]}
+    state, sink, out = _bound([namespace])
+
+    call = out.function_call(name="ns__f", call_id="call_1")
+    call.arguments("{}")
+    call.finish()
+
+    assert (state.output[0]["name"], state.output[0]["namespace"]) == ("f", "ns")
+    assert [type(e).__name__ for e in sink.events] == [
+        "ItemStarted",
+        "ArgumentsDelta",
+        "ArgumentsFinished",
+        "ItemFinished",
+    ]

@@ -52,14 +52,22 @@ INSTALL_TIMEOUT = 600.0
 
 __all__ = [
     "CLIENT_KEY",
+    "CODEX_LITE_MODELS",
+    "CODEX_TIMEOUT",
+    "Codex",
     "HERE",
     "JS_DIR",
     "MODELS",
-    "UPSTREAM_KEY",
     "NODE_MODULES",
     "Stack",
+    "UPSTREAM_KEY",
+    "agent_messages",
+    "catalog_for",
+    "codex_events",
+    "codex_ok",
     "gateway_config",
     "install_node_modules",
+    "provider_config",
     "run_client",
     "run_node",
     "serve_stack",
@@ -224,6 +232,9 @@ UPSTREAM_KEY = "sk-upstream-realclients"
 CLIENT_KEY = "sk-client-realclients"
 MODELS = {"chat": "scripted-chat", "responses": "scripted-responses"}
 """The model name that routes to each upstream wire (names outside Codex's catalog)."""
+CODEX_LITE_MODELS = {"chat": "gpt-6-sol", "responses": "gpt-6.1-sol"}
+"""Names in Codex's catalog that get its responses-lite requests (tools in an ``additional_tools``
+input item, command runs through a freeform ``exec`` tool in namespace ``functions``)."""
 WIRES = tuple(MODELS)
 TABLE = "responses-gateway-realclients"
 
@@ -256,7 +267,7 @@ def gateway_config(upstream_url: str, extra: Mapping[str, Any] | None = None) ->
             "base_url": f"{upstream_url}/v1",
             "api": wire,
             "api_key": UPSTREAM_KEY,
-            "models": [model],
+            "models": [model, CODEX_LITE_MODELS[wire]],
         }
         for wire, model in MODELS.items()
     ]
@@ -304,3 +315,112 @@ def wire(request: pytest.FixtureRequest) -> str:
 def model(wire: str) -> str:
     """The model name that routes to ``wire``."""
     return MODELS[wire]
+
+
+# -- Codex CLI --------------------------------------------------------------------------------
+
+CODEX_TIMEOUT = 60.0
+
+
+@dataclass
+class Codex:
+    """One Codex installation: its home, working directory and how to run ``codex exec``."""
+
+    bin: Path
+    home: Path
+    workdir: Path
+    env: dict[str, str]
+
+    def exec(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """``codex exec [args...] --json ... <prompt>`` (the prompt is the last argument)."""
+        argv = [
+            str(self.bin),
+            "exec",
+            *args[:-1],
+            "--json",
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+            args[-1],
+        ]
+        return run_client(argv, self.env, cwd=self.workdir, timeout=CODEX_TIMEOUT)
+
+    def use_catalog(self, model: str) -> None:
+        """Give ``model`` the catalog tool set through ``model_catalog_json``."""
+        catalog = self.home / "catalog.json"
+        catalog.write_text(catalog_for(model))
+        config = self.home / "config.toml"
+        config.write_text(f'model_catalog_json = "{catalog}"\n' + config.read_text())
+
+
+def provider_config(base_url: str, model: str) -> str:
+    """config.toml for a custom provider pointing at the gateway (as the README shows)."""
+    return (
+        f'model = "{model}"\n'
+        'model_provider = "gateway"\n'
+        "\n"
+        "[model_providers.gateway]\n"
+        'name = "responses-gateway"\n'
+        f'base_url = "{base_url}"\n'
+        'env_key = "GATEWAY_API_KEY"\n'
+        'wire_api = "responses"\n'
+    )
+
+
+def catalog_for(model: str) -> str:
+    """A minimal ``model_catalog_json`` entry giving ``model`` the catalog's tools: a freeform
+    (``custom``) ``apply_patch`` besides family A's (the fields Codex 0.169 requires)."""
+    entry = {
+        "slug": model,
+        "display_name": model,
+        "base_instructions": "You are a coding agent working in the user's directory.",
+        "apply_patch_tool_type": "freeform",
+        "shell_type": "shell_command",
+        "context_window": 128000,
+        "supported_reasoning_levels": [],
+        "visibility": "list",
+        "supported_in_api": True,
+        "priority": 1,
+        "support_verbosity": False,
+        "truncation_policy": {"mode": "tokens", "limit": 10000},
+        "experimental_supported_tools": [],
+    }
+    return json.dumps({"models": [entry]})
+
+
+@pytest.fixture
+def codex(codex_bin: Path, stack: Stack, model: str, tmp_path: Path) -> Codex:
+    """Codex with its own home (config.toml: the gateway as a custom provider, ``model``) and
+    an empty working directory."""
+    home = tmp_path / "codex-home"
+    workdir = tmp_path / "work"
+    home.mkdir()
+    workdir.mkdir()
+    (home / "config.toml").write_text(provider_config(stack.base_url, model))
+    env = {
+        "CODEX_HOME": str(home),
+        "HOME": str(tmp_path),
+        "GATEWAY_API_KEY": CLIENT_KEY,
+        "NO_COLOR": "1",
+    }
+    return Codex(codex_bin, home, workdir, env)
+
+
+def codex_events(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    """``codex exec --json`` output: one JSON event per line."""
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
+def agent_messages(done: subprocess.CompletedProcess[str]) -> list[str]:
+    """The texts of the agent messages ``codex exec --json`` reported, in order."""
+    return [
+        e["item"]["text"]
+        for e in codex_events(done)
+        if e.get("type") == "item.completed" and e["item"].get("type") == "agent_message"
+    ]
+
+
+def codex_ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    """Assert ``codex exec`` exited 0 and reported no error event; return its result."""
+    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
+    assert not [e for e in codex_events(done) if e.get("type") in ("error", "turn.failed")]
+    return done

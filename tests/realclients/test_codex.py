@@ -10,122 +10,26 @@ prompts carry ``<<call ...>>`` blocks when a test wants a tool called.
 from __future__ import annotations
 
 import json
-import subprocess
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-import pytest
+from responses_gateway.testing.brain import REASON, call_block
 
-from responses_gateway.testing.brain import call_block
-
-from .conftest import CLIENT_KEY, UPSTREAM_KEY, Stack, run_client
-
-CODEX_TIMEOUT = 60.0
-
-
-@dataclass
-class Codex:
-    """One Codex installation: its home, working directory and how to run ``codex exec``."""
-
-    bin: Path
-    home: Path
-    workdir: Path
-    env: dict[str, str]
-
-    def exec(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """``codex exec [args...] --json ... <prompt>`` (the prompt is the last argument)."""
-        argv = [
-            str(self.bin),
-            "exec",
-            *args[:-1],
-            "--json",
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-            args[-1],
-        ]
-        return run_client(argv, self.env, cwd=self.workdir, timeout=CODEX_TIMEOUT)
-
-    def use_catalog(self, model: str) -> None:
-        """Give ``model`` the catalog tool set through ``model_catalog_json``."""
-        catalog = self.home / "catalog.json"
-        catalog.write_text(catalog_for(model))
-        config = self.home / "config.toml"
-        config.write_text(f'model_catalog_json = "{catalog}"\n' + config.read_text())
-
-
-def provider_config(base_url: str, model: str) -> str:
-    """config.toml for a custom provider pointing at the gateway (as the README shows)."""
-    return (
-        f'model = "{model}"\n'
-        'model_provider = "gateway"\n'
-        "\n"
-        "[model_providers.gateway]\n"
-        'name = "responses-gateway"\n'
-        f'base_url = "{base_url}"\n'
-        'env_key = "GATEWAY_API_KEY"\n'
-        'wire_api = "responses"\n'
-    )
-
-
-def catalog_for(model: str) -> str:
-    """A minimal ``model_catalog_json`` entry giving ``model`` the catalog's tools: a freeform
-    (``custom``) ``apply_patch`` besides family A's (the fields Codex 0.169 requires)."""
-    entry = {
-        "slug": model,
-        "display_name": model,
-        "base_instructions": "You are a coding agent working in the user's directory.",
-        "apply_patch_tool_type": "freeform",
-        "shell_type": "shell_command",
-        "context_window": 128000,
-        "supported_reasoning_levels": [],
-        "visibility": "list",
-        "supported_in_api": True,
-        "priority": 1,
-        "support_verbosity": False,
-        "truncation_policy": {"mode": "tokens", "limit": 10000},
-        "experimental_supported_tools": [],
-    }
-    return json.dumps({"models": [entry]})
-
-
-@pytest.fixture
-def codex(codex_bin: Path, stack: Stack, model: str, tmp_path: Path) -> Codex:
-    home = tmp_path / "codex-home"
-    workdir = tmp_path / "work"
-    home.mkdir()
-    workdir.mkdir()
-    (home / "config.toml").write_text(provider_config(stack.base_url, model))
-    env = {
-        "CODEX_HOME": str(home),
-        "HOME": str(tmp_path),
-        "GATEWAY_API_KEY": CLIENT_KEY,
-        "NO_COLOR": "1",
-    }
-    return Codex(codex_bin, home, workdir, env)
-
-
-def events(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
-    """``codex exec --json`` output: one JSON event per line."""
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-
-
-def agent_messages(done: subprocess.CompletedProcess[str]) -> list[str]:
-    return [
-        e["item"]["text"]
-        for e in events(done)
-        if e.get("type") == "item.completed" and e["item"].get("type") == "agent_message"
-    ]
-
-
-def ok(done: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
-    assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
-    assert not [e for e in events(done) if e.get("type") in ("error", "turn.failed")]
-    return done
+from .conftest import (
+    CODEX_LITE_MODELS,
+    MODELS,
+    UPSTREAM_KEY,
+    Codex,
+    Stack,
+    agent_messages,
+    codex_events,
+    codex_ok,
+    provider_config,
+    run_client,
+)
 
 
 def test_codex_text_turn(codex: Codex, stack: Stack, upstream: object, wire: str) -> None:
-    done = ok(codex.exec("say hi"))
+    done = codex_ok(codex.exec("say hi"))
     assert agent_messages(done) == ["You said: say hi (user turns: 1)"]
     (sent,) = stack.model_requests(wire)
     assert sent.headers["authorization"] == f"Bearer {UPSTREAM_KEY}"
@@ -135,12 +39,12 @@ def test_codex_exec_command_changes_a_file(
     codex: Codex, stack: Stack, upstream: object, wire: str
 ) -> None:
     cmd = "echo made-by-codex > out.txt && cat out.txt"
-    done = ok(codex.exec(call_block("exec_command", {"cmd": cmd})))
+    done = codex_ok(codex.exec(call_block("exec_command", {"cmd": cmd})))
     assert (codex.workdir / "out.txt").read_text() == "made-by-codex\n"
     (answer,) = agent_messages(done)
     assert answer.startswith("The tool returned: ") and "made-by-codex" in answer
     commands = [
-        e["item"] for e in events(done)
+        e["item"] for e in codex_events(done)
         if e.get("type") == "item.completed" and e["item"].get("type") == "command_execution"
     ]  # fmt: skip
     assert [c["exit_code"] for c in commands] == [0]
@@ -153,7 +57,7 @@ def test_codex_namespaced_tool_call_reaches_its_namespace(
 ) -> None:
     # close_agent lives in Codex's multi_agent_v1 namespace: Codex only runs it (and answers
     # "invalid agent id") if the call comes back as name + namespace, not a flattened name.
-    done = ok(codex.exec(call_block("close_agent", {"target": "nobody"})))
+    done = codex_ok(codex.exec(call_block("close_agent", {"target": "nobody"})))
     (answer,) = agent_messages(done)
     assert answer.startswith("The tool returned: invalid agent id nobody"), answer
     first, second = stack.model_requests(wire)
@@ -164,8 +68,8 @@ def test_codex_namespaced_tool_call_reaches_its_namespace(
 def test_codex_resume_last_sends_the_whole_history(
     codex: Codex, stack: Stack, upstream: object, wire: str
 ) -> None:
-    ok(codex.exec("first question"))
-    done = ok(codex.exec("resume", "--last", "second question"))
+    codex_ok(codex.exec("first question"))
+    done = codex_ok(codex.exec("resume", "--last", "second question"))
     assert agent_messages(done) == ["You said: second question (user turns: 2)"]
     last = json.dumps(stack.model_requests(wire)[-1].json)
     assert "first question" in last
@@ -177,7 +81,72 @@ def test_codex_catalog_model_applies_a_freeform_patch(
 ) -> None:
     codex.use_catalog(model)
     patch = "*** Begin Patch\n*** Add File: hello.txt\n+hi from patch\n*** End Patch\n"
-    done = ok(codex.exec(call_block("apply_patch", patch)))
+    done = codex_ok(codex.exec(call_block("apply_patch", patch)))
     assert (codex.workdir / "hello.txt").read_text() == "hi from patch\n"
     (answer,) = agent_messages(done)
     assert "Success. Updated the following files:\nA hello.txt" in answer
+
+
+def test_codex_responses_lite_model_runs_a_command_through_namespaced_exec(
+    codex: Codex, stack: Stack, upstream: object, wire: str
+) -> None:
+    # A catalog name with responses-lite requests: no `tools` key, an `additional_tools` input
+    # item, commands run by JavaScript given to the freeform `exec` tool of namespace functions.
+    config = codex.home / "config.toml"
+    config.write_text(config.read_text().replace(MODELS[wire], CODEX_LITE_MODELS[wire], 1))
+    script = (
+        'const r = await tools.exec_command({cmd: "echo lite > lite.txt && cat lite.txt"});'
+        " text(r.output);"
+    )
+    done = codex_ok(codex.exec(call_block("exec", script)))
+    assert (codex.workdir / "lite.txt").read_text() == "lite\n"
+    (answer,) = agent_messages(done)
+    assert answer.startswith("The tool returned: Script completed") and "lite" in answer
+    first = stack.model_requests(wire)[0].json
+    assert first["model"] == CODEX_LITE_MODELS[wire]
+    if wire == "responses":  # relayed as Codex sent it
+        assert "tools" not in first and first["input"][0]["type"] == "additional_tools"
+    else:  # lowered: the namespace's tools are functions, the custom one taking {"input"}
+        names = [t["function"]["name"] for t in first["tools"]]
+        assert "functions__exec" in names
+
+
+def test_codex_sees_reasoning_and_replays_it(
+    codex: Codex, stack: Stack, upstream: object, wire: str
+) -> None:
+    # Codex asks for reasoning summaries and reasoning.encrypted_content with store: false, and
+    # sends each reasoning item back on the next request. Chat: the gateway shows the raw
+    # reasoning as a summary and seals it into encrypted_content; Responses: the upstream's
+    # summary is relayed, and its encrypted blob reaches the upstream again on Codex's replay.
+    prompt = REASON + call_block("exec_command", {"cmd": "echo reasoned"})
+    done = codex_ok(codex.exec(prompt))
+    reasoning = [
+        e["item"]["text"] for e in codex_events(done)
+        if e.get("type") == "item.completed" and e["item"].get("type") == "reasoning"
+    ]  # fmt: skip
+    assert [r.strip("*") for r in reasoning] == [
+        "Reasoning before step 1.",
+        "Reasoning before step 2.",
+    ]
+    assert agent_messages(done)[-1].startswith("The tool returned: ")
+    (rollout,) = (codex.home / "sessions").rglob("*.jsonl")
+    replayed = [
+        json.loads(line)["payload"] for line in rollout.read_text().splitlines()
+        if '"type":"reasoning"' in line
+    ]  # fmt: skip
+    assert replayed and all(item.get("encrypted_content") for item in replayed), replayed
+    if wire == "responses":  # the upstream gets its own blob back (however the gateway wraps it)
+        assert "upstream-sealed-step-1" in json.dumps(stack.model_requests(wire)[1].json)
+
+
+def test_codex_itself_refuses_wire_api_chat(codex_bin: Path, tmp_path: Path) -> None:
+    # Why the README configures wire_api = "responses": Codex no longer speaks chat at all.
+    home = tmp_path / "home"
+    home.mkdir()
+    config = provider_config("http://127.0.0.1:9/v1", MODELS["chat"])
+    (home / "config.toml").write_text(config.replace('"responses"', '"chat"'))
+    env = {"CODEX_HOME": str(home), "HOME": str(tmp_path), "GATEWAY_API_KEY": "unused"}
+    argv = [str(codex_bin), "exec", "--skip-git-repo-check", "hi"]
+    done = run_client(argv, env, cwd=tmp_path, timeout=30)
+    assert done.returncode != 0
+    assert '`wire_api = "chat"` is no longer supported' in done.stderr

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from responses_gateway.testing.stream_check import check_stream
+
 from .conftest import CLIENT_KEY, JS_DIR, Stack, run_node
 
 
@@ -31,7 +33,9 @@ def test_create_and_stream_with_a_tool_round_trip(
     streamed = out["streamed"]
     assert streamed["status"] == "completed"
     assert streamed["call"] == {"name": "get_weather", "arguments": '{"city": "Paris"}'}
-    types = streamed["eventTypes"]
+    final = check_stream(streamed["events"])  # the contract, on what the Node SDK received
+    assert [item["type"] for item in final["output"]] == ["function_call"]
+    types = [event["type"] for event in streamed["events"]]
     assert types[:2] == ["response.created", "response.in_progress"]
     assert "response.function_call_arguments.done" in types
     assert types[-1] == "response.completed"

@@ -29,8 +29,16 @@ from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
 from responses_gateway.testing.server import RunningServer, run_in_thread
 
-from .conftest import CLIENT_KEY, MODELS, TABLE, gateway_config, run_client
-from .test_codex import agent_messages, ok, provider_config
+from .conftest import (
+    CLIENT_KEY,
+    MODELS,
+    TABLE,
+    agent_messages,
+    codex_ok,
+    gateway_config,
+    provider_config,
+    run_client,
+)
 
 CODEX_TIMEOUT = 60.0
 RUNS = 3
@@ -127,14 +135,14 @@ def test_codex_uses_the_socket_with_openai_base_url(
         served.upstream.reset()
         before = served.counter.sockets
         took, done = _exec(codex_bin, socket_env, workdir, f"say hi {run}")
-        ok(done)
+        codex_ok(done)
         printed = done.stdout + done.stderr
         assert "Reconnecting" not in printed and "Falling back" not in printed, printed[-3000:]
         assert agent_messages(done) == [f"You said: say hi {run} (user turns: 1)"]
         assert served.counter.sockets > before  # the turn went over WebSocket mode
         socket_times.append(took)
         took, done = _exec(codex_bin, http_env, workdir, f"say hi {run}")
-        ok(done)
+        codex_ok(done)
         http_times.append(took)
     socket_turn, http_turn = statistics.median(socket_times), statistics.median(http_times)
     print(f"\ncodex turn: socket {socket_turn:.2f}s, custom HTTP provider {http_turn:.2f}s")

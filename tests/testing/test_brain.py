@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from responses_gateway.testing.brain import brain_turn, call_block
+from responses_gateway.testing.brain import REASON, brain_turn, call_block
 
 WEATHER = {
     "type": "function",
@@ -89,3 +89,30 @@ def test_brain_turn_built_in_tools_get_their_own_items_on_the_responses_wire() -
     body = {"input": call_block("apply_patch", operation), "tools": tools}
     (item,) = brain_turn(body, "responses").relayed_items
     assert item.done["type"] == "apply_patch_call" and item.done["operation"] == operation
+
+
+def test_brain_turn_web_search_on_the_responses_wire_is_run_upstream() -> None:
+    body = {"input": call_block("web_search", {"query": "q"}), "tools": [{"type": "web_search"}]}
+    turn = brain_turn(body, "responses")
+    assert turn.relayed_items[0].done["action"] == {"type": "search", "query": "q"}
+    assert turn.text == "Searched the web for: q"
+
+
+def test_brain_turn_reason_marker_adds_reasoning_to_every_step() -> None:
+    prompt = REASON + call_block("get_weather", {"city": "Oslo"})
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    first = brain_turn({"messages": messages, "tools": [_chat_tool(WEATHER)]}, "chat")
+    assert first.reasoning == "Reasoning before step 1." and first.tool_calls
+    messages += [{"role": "assistant", "tool_calls": []}, {"role": "tool", "content": "sunny"}]
+    second = brain_turn({"messages": messages, "tools": [_chat_tool(WEATHER)]}, "chat")
+    assert second.reasoning == "Reasoning before step 2."
+    assert second.text == "The tool returned: sunny"
+
+
+def test_brain_turn_reasons_like_openai_on_the_responses_wire() -> None:
+    body = {"input": REASON + "hi", "reasoning": {"summary": "auto"}}
+    turn = brain_turn({**body, "include": ["reasoning.encrypted_content"]}, "responses")
+    assert turn.reasoning is None and turn.reasoning_summary == ["Reasoning before step 1."]
+    assert turn.encrypted_content == "upstream-sealed-step-1"
+    plain = brain_turn({"input": REASON + "hi"}, "responses")
+    assert plain.reasoning_summary is None and plain.encrypted_content is None

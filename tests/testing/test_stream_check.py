@@ -316,3 +316,76 @@ def test_parse_sse_frame_without_event_line_rejects() -> None:
 def test_parse_sse_data_not_json_rejects() -> None:
     with pytest.raises(StreamViolation, match="data is not JSON"):
         parse_sse("event: x\ndata: {oops\n\n")
+
+
+CTC_OPEN = {
+    "id": "ctc_1",
+    "type": "custom_tool_call",
+    "status": "in_progress",
+    "call_id": "call_1",
+    "name": "apply_patch",
+    "input": "",
+}
+SH_OPEN = {
+    "id": "sh_1",
+    "type": "shell_call",
+    "status": "in_progress",
+    "call_id": "call_2",
+    "action": {"commands": [], "timeout_ms": None, "max_output_length": None},
+}
+WS_OPEN = {
+    "id": "ws_1",
+    "type": "web_search_call",
+    "status": "in_progress",
+    "action": {"type": "search", "query": "q"},
+}
+
+
+def _tools_stream(
+    custom_input: str = "PATCH", command: str = "ls", searched_item: str = "ws_1"
+) -> list[Event]:
+    ctc_done = {**CTC_OPEN, "status": "completed", "input": custom_input}
+    action = {**SH_OPEN["action"], "commands": ["ls"]}
+    sh_done = {**SH_OPEN, "status": "completed", "action": action}
+    ws_done = {**WS_OPEN, "status": "completed"}
+    ctc = {"item_id": "ctc_1", "output_index": 0}
+    shell = {"command_index": 0, "output_index": 1}
+    search = {"item_id": searched_item, "output_index": 2}
+    return _numbered(
+        [
+            {"type": "response.created", "response": _response("in_progress")},
+            {"type": "response.output_item.added", "output_index": 0, "item": CTC_OPEN},
+            {"type": "response.custom_tool_call_input.delta", **ctc, "delta": "PAT"},
+            {"type": "response.custom_tool_call_input.delta", **ctc, "delta": "CH"},
+            {"type": "response.custom_tool_call_input.done", **ctc, "input": "PATCH"},
+            {"type": "response.output_item.done", "output_index": 0, "item": ctc_done},
+            {"type": "response.output_item.added", "output_index": 1, "item": SH_OPEN},
+            {"type": "response.shell_call_command.added", **shell, "command": ""},
+            {"type": "response.shell_call_command.delta", **shell, "delta": "ls"},
+            {"type": "response.shell_call_command.done", **shell, "command": command},
+            {"type": "response.output_item.done", "output_index": 1, "item": sh_done},
+            {"type": "response.output_item.added", "output_index": 2, "item": WS_OPEN},
+            {"type": "response.web_search_call.searching", **search},
+            {"type": "response.output_item.done", "output_index": 2, "item": ws_done},
+            {
+                "type": "response.completed",
+                "response": _response("completed", [ctc_done, sh_done, ws_done]),
+            },
+        ]
+    )
+
+
+def test_check_stream_tool_item_event_families_pass() -> None:
+    assert check_stream(_tools_stream())["status"] == "completed"
+
+
+def test_check_stream_custom_input_not_the_streamed_deltas_rejects() -> None:
+    _rejects(_tools_stream(custom_input="OTHER"), "input 'OTHER' != streamed 'PATCH'")
+
+
+def test_check_stream_shell_command_done_not_its_deltas_rejects() -> None:
+    _rejects(_tools_stream(command="pwd"), "text 'pwd' != accumulated deltas 'ls'")
+
+
+def test_check_stream_hosted_status_event_for_another_item_rejects() -> None:
+    _rejects(_tools_stream(searched_item="ctc_1"), "is not the id 'ws_1' added at 2")

@@ -17,8 +17,10 @@ Translation rules (the lossy ones on purpose):
   with ``tool_calls``. Every ``function_call_output`` is placed after its call (reordered when the
   client sent it earlier); an output with no call is a 400, since chat cannot represent it.
 * ``prompt_cache_key``, ``safety_identifier``, ``include`` and ``text.verbosity`` are not sent
-  (most chat servers reject unknown fields); an ``mcp`` ``tool_choice`` is dropped (upstream
-  default).
+  (most chat servers reject unknown fields).
+* Tools of every other type, their call items and ``tool_choice`` arrive already lowered to
+  functions by the loop (:func:`responses_gateway.tool_kinds.tool_view`): this adapter only ever
+  sees ``function`` tools and ``function_call`` / ``function_call_output`` items.
 
 Streaming rules: text, refusal and reasoning stream as they arrive, one open item at a time
 (refusal text goes to a ``refusal`` part of the message; text after it opens a new message). Tool

@@ -59,15 +59,17 @@ async def create_response(request: Request) -> Response:
     if run.background:
         queued = await start_background(gateway, run)
         if run.stream:
-            return stream_log(gateway, run.tenant, run.state.response_id, -1, timing)
-        return JSONResponse(queued)
+            return _signal_omitted(
+                stream_log(gateway, run.tenant, run.state.response_id, -1, timing), run
+            )
+        return _signal_omitted(JSONResponse(queued), run)
     if run.stream:
         return _signal_omitted(await run_streamed(run, gateway, timing), run)
     outcome = await run_buffered(run, request, gateway, timing)
     if outcome is False:
         return Response(status_code=499)  # the client is gone; nobody reads this
     if isinstance(outcome, dict):  # handed over to the background worker
-        return JSONResponse(outcome)
+        return _signal_omitted(JSONResponse(outcome), run)
     if run.ctx.failure is not None:
         if run.state.tool_calls_executed:  # side effects happened: a blind retry would repeat them
             run.ctx.failure.headers["x-should-retry"] = "false"

@@ -24,6 +24,7 @@ from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.events import (
+    ItemEvent,
     ItemFinished,
     NullSink,
     ResponseFinished,
@@ -41,9 +42,15 @@ from responses_gateway.loop.state import (
     LoopState,
     NextAction,
 )
-from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+from responses_gateway.loop.tools import (
+    NO_GATEWAY_TOOLS,
+    HostedBackend,
+    ToolOutcome,
+    ToolRegistry,
+)
 from responses_gateway.tool_kinds import (
     CLIENT_CALL_ITEM_TYPES,
+    ITEM_KINDS,
     runs_on_gateway,
     search_tools,
     tool_view,
@@ -98,6 +105,8 @@ class LoopContext:
     """The error that failed the response, for the HTTP edge."""
     writer: OutputWriter | None = None
     """The writer of the model call in progress (so a cancellation can close its items)."""
+    backends: dict[str, HostedBackend] = field(default_factory=dict)
+    """Hosted tool kinds the gateway runs on this (chat or harmony) wire, by kind name."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -131,7 +140,12 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
         {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
     view = tool_view(
-        declared, model_transcript(state), request.get("tool_choice"), ctx.adapter.wire
+        declared,
+        model_transcript(state),
+        request.get("tool_choice"),
+        ctx.adapter.wire,
+        backed=frozenset(ctx.backends),
+        results=hosted_results(state),
     )
     tools = view.tools + ctx.tools.model_tools()
     if state.tool_calls_executed >= tool_budget(state, ctx):
@@ -278,9 +292,7 @@ async def _execute_tools(
         )
     local = [i for i in indexes if runs_on_gateway(state.output[i])]
     indexes = [i for i in indexes if i not in local]
-    for index in local:  # a server tool_search: a search over the deferred tools, no I/O
-        state.tool_calls_executed += 1
-        _search_tools(state, writer, index)
+    await asyncio.gather(*(_run_on_gateway(state, ctx, writer, i) for i in local))
     remaining = max(0, tool_budget(state, ctx) - state.tool_calls_executed)
     run, skipped = indexes[:remaining], indexes[remaining:]
     for index in skipped:
@@ -292,7 +304,57 @@ async def _execute_tools(
     return decide_after_execute_tools(state)
 
 
-def _search_tools(state: LoopState, writer: OutputWriter, index: int) -> None:
+HOSTED_RESULT = "hosted_tool_result"
+"""The control item keeping what a gateway-run hosted call returned, for this response's later
+model calls (``{"type", "item_id", "output"}``; never shown to the client or stored)."""
+
+
+def hosted_results(state: LoopState) -> dict[str, str]:
+    """What the hosted calls the gateway ran in this response returned, by item id."""
+    return {
+        str(item["item_id"]): str(item.get("output") or "")
+        for item in state.control_items
+        if item.get("type") == HOSTED_RESULT
+    }
+
+
+async def _run_on_gateway(
+    state: LoopState, ctx: LoopContext, writer: OutputWriter, index: int
+) -> None:
+    state.tool_calls_executed += 1
+    runner = _GATEWAY_RUNNERS[str(state.output[index].get("type"))]
+    await runner(state, ctx, writer, index)
+
+
+async def _run_backend(
+    state: LoopState, ctx: LoopContext, writer: OutputWriter, index: int
+) -> None:
+    """Run a hosted call (``web_search_call``) through the kind's configured backend."""
+    item = state.output[index]
+    backend = ctx.backends.get(ITEM_KINDS[str(item["type"])].name)
+    if backend is None:  # the backend is gone (a resumed loop on another configuration)
+        outcome = ToolOutcome(error={"message": "No backend is configured for this tool."})
+    else:
+        outcome = await backend.run(item)
+    text = _outcome_text(outcome)
+    state.control_items.append({"type": HOSTED_RESULT, "item_id": item["id"], "output": text})
+    if outcome.error is None:
+        name = f"response.{item['type']}.completed"
+        writer.sink.emit(ItemEvent(name, {"item_id": item["id"], "output_index": index}))
+    writer.finish_call_item(index, "completed" if outcome.error is None else "failed")
+
+
+def _outcome_text(outcome: ToolOutcome) -> str:
+    if outcome.error is None:
+        return outcome.output or ""
+    error = outcome.error
+    message = error.get("message") if isinstance(error, dict) else None
+    return f"The tool failed: {message or error}"
+
+
+async def _search_tools(
+    state: LoopState, ctx: LoopContext, writer: OutputWriter, index: int
+) -> None:
     """Answer the server ``tool_search_call`` at ``index`` with a ``tool_search_output`` whose
     tools the next model call can use."""
     call = state.output[index]
@@ -310,6 +372,10 @@ def _search_tools(state: LoopState, writer: OutputWriter, index: int) -> None:
             "tools": tools,
         }
     )
+
+
+_GATEWAY_RUNNERS = {"tool_search_call": _search_tools, "web_search_call": _run_backend}
+"""Call item types the gateway runs itself (``runs_on_gateway``) -> their runner."""
 
 
 def _settle(state: LoopState, sink: Sink) -> None:

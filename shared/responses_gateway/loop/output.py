@@ -464,7 +464,9 @@ class OutputWriter:
             call_id = new_id("call")
         exposed = self.calls.get(name)
         if exposed is not None and exposed.kind.item_type != "function_call":
-            return LoweredCallWriter(self, exposed, call_id)
+            lowered = LoweredCallWriter(self, exposed, call_id)
+            self._open.append(lowered)  # a call cut off is still reported, as incomplete
+            return lowered
         if exposed is not None:
             name, namespace = exposed.inner_name, exposed.namespace
         item: dict[str, Any] = {
@@ -497,7 +499,10 @@ class OutputWriter:
         from responses_gateway.tool_kinds import ITEM_KINDS, item_id_prefix
 
         kind = ITEM_KINDS[str(fields["type"])]
-        item = {"id": new_id(item_id_prefix(str(fields["type"]))), "call_id": call_id, **fields}
+        item = {"id": new_id(item_id_prefix(str(fields["type"])))}
+        if kind.output_type is not None:  # answered by the client: pairable by call_id
+            item["call_id"] = call_id
+        item.update(fields)
         item["status"] = "in_progress"
         started = dict(item)
         if "input" in started:

@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # annotations only: the writer imports this module
 __all__ = [
     "NO_GATEWAY_TOOLS",
     "GatewayTool",
+    "HostedBackend",
     "NoGatewayTools",
     "ToolOutcome",
     "ToolRegistry",
@@ -73,6 +74,16 @@ class ToolRegistry(Protocol):
     async def execute(self, call: dict[str, Any]) -> ToolOutcome:
         """Run one ``mcp_call`` item (its server, name and arguments); never raises for tool
         failures, which come back as an error object."""
+        ...
+
+
+class HostedBackend(Protocol):
+    """Runs one hosted tool kind (``web_search``) for chat and harmony models: the operator's
+    configured backend (see :class:`responses_gateway.config.ToolBackend`)."""
+
+    async def run(self, item: dict[str, Any]) -> ToolOutcome:
+        """Run the call item (``web_search_call``: its ``action.query``); never raises for
+        tool failures, which come back as an error object."""
         ...
 
 

@@ -23,14 +23,21 @@ The last user message directs it with call blocks, run one per model request, in
    - a Responses ``custom`` tool: a ``custom_tool_call`` whose input is the payload verbatim;
    - a Responses ``shell`` tool: a ``shell_call`` running the payload's ``commands``;
    - a Responses ``apply_patch`` tool: an ``apply_patch_call`` whose operation is the payload
-     (``{"type": "create_file", "path": ..., "diff": ...}``).
+     (``{"type": "create_file", "path": ..., "diff": ...}``);
+   - a Responses ``web_search`` tool (any ``web_search*`` type), which an OpenAI upstream runs
+     itself: a completed ``web_search_call`` for the payload's ``query`` and, in the same
+     response, the text ``Searched the web for: <query>``.
 
-   An unknown tool answers ``No tool named <name> was offered (offered: ...).``
+   Tools offered inside ``input`` (an ``additional_tools`` or ``tool_search_output`` item)
+   count like declared ones. An unknown tool answers
+   ``No tool named <name> was offered (offered: ...).``
 2. Otherwise, after tool results, the answer is ``The tool returned: <last result>``.
 3. Otherwise it is ``You said: <last user message>`` followed by ``(user turns: <n>)``, the
    number of user messages the request carried after the last one opening with a tag (a
    client's context block such as Codex's ``<environment_context>``), so a resumed conversation
    shows its whole history arrived.
+
+With :data:`REASON` in the last user message every answer also carries reasoning.
 """
 
 from __future__ import annotations
@@ -40,10 +47,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from responses_gateway.testing.hosted import custom_tool_call, shell_call
+from responses_gateway.testing.hosted import custom_tool_call, shell_call, web_search_call
 from responses_gateway.testing.script import RelayedItem, ToolCall, Turn, Wire
 
-__all__ = ["brain_turn", "call_block"]
+__all__ = ["REASON", "brain_turn", "call_block"]
+
+REASON = "<<reason>>"
+"""In the last user message: every answer also reasons ``Reasoning before step <n>.`` (``n``
+counting the model calls since that message). On the chat wire as raw ``reasoning_content``; on
+the Responses wire as OpenAI does: a ``reasoning`` item with that text as its summary when the
+request asked for one, and ``encrypted_content`` ``upstream-sealed-step-<n>`` when its
+``include`` asked for it, never the raw text."""
 
 _BLOCK = re.compile(r"<<call ([^\s>]+)>>(.*?)<</call>>", re.DOTALL)
 _CONTEXT = re.compile(r"<[A-Za-z_][\w-]*>")
@@ -56,6 +70,8 @@ def call_block(name: str, payload: str | dict[str, Any]) -> str:
     return f"<<call {name}>>{text}<</call>>"
 
 
+_TOOLS_IN_INPUT = frozenset({"additional_tools", "tool_search_output"})
+"""Responses input items that offer tools (Codex's responses-lite ``additional_tools``)."""
 _BUILT_INS = frozenset({"shell", "apply_patch"})
 """Responses tool types the brain calls with their own items (their type is their name)."""
 
@@ -81,6 +97,22 @@ def brain_turn(body: dict[str, Any], wire: Wire) -> Turn:
     """The brain's answer to a Chat Completions (``chat``) or Responses request body."""
     seen = _read_chat(body) if wire == "chat" else _read_responses(body)
     last = seen.user_texts[-1] if seen.user_texts else ""
+    turn = _decide(seen, last)
+    if REASON in last:
+        step = len(seen.results_after_last_user) + 1
+        thought = f"Reasoning before step {step}."
+        if wire != "responses":
+            turn.reasoning = thought
+        else:  # as OpenAI answers: a summary when asked for one, the raw text only encrypted
+            asked = body.get("reasoning")
+            if isinstance(asked, dict) and asked.get("summary"):
+                turn.reasoning_summary = [thought]
+            if "reasoning.encrypted_content" in (body.get("include") or []):
+                turn.encrypted_content = f"upstream-sealed-step-{step}"
+    return turn
+
+
+def _decide(seen: _Transcript, last: str) -> Turn:
     blocks = _BLOCK.findall(last)
     done = len(seen.results_after_last_user)
     if done < len(blocks):
@@ -109,6 +141,10 @@ def _call(name: str, payload: str, tools: list[_Offered], tag: str) -> Turn:
     if tool.kind == "shell":
         commands = parsed.get("commands") if isinstance(parsed, dict) else None
         return Turn(relayed_items=[shell_call(f"sh_{item_id}", call_id, list(commands or []))])
+    if tool.kind == "web_search":
+        query = str(parsed.get("query", "")) if isinstance(parsed, dict) else payload
+        search = web_search_call(f"ws_{item_id}", query)
+        return Turn(relayed_items=[search], text=f"Searched the web for: {query}")
     if tool.kind == "apply_patch":
         operation = parsed if isinstance(parsed, dict) else {}
         return Turn(relayed_items=[_apply_patch_call(f"apc_{item_id}", call_id, operation)])
@@ -202,6 +238,10 @@ def _read_responses(body: dict[str, Any]) -> _Transcript:
         if kind == "message" and item.get("role") == "user":
             out.user_texts.append(_text(item.get("content")))
             out.results_after_last_user.clear()
+        elif kind in _TOOLS_IN_INPUT:
+            out.tools += [
+                o for t in item.get("tools") or [] if isinstance(t, dict) for o in _offered(t)
+            ]
         elif isinstance(kind, str) and kind.endswith("_output"):
             out.results_after_last_user.append(_text(item.get("output")))
     for tool in body.get("tools") or []:
@@ -220,4 +260,6 @@ def _offered(tool: dict[str, Any], namespace: str | None = None) -> list[_Offere
         return [_Offered(name, kind, params if isinstance(params, dict) else {}, namespace)]
     if kind in _BUILT_INS:
         return [_Offered(kind, kind)]
+    if isinstance(kind, str) and kind.startswith("web_search"):
+        return [_Offered("web_search", "web_search")]
     return []

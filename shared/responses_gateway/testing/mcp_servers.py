@@ -10,6 +10,8 @@ the legacy SSE transport (``/sse``) by :func:`start_mcp_server`, in a uvicorn th
   headers the server received;
 - ``failing``: listing tools answers a JSON-RPC error, and so does calling ``protocol_error``
   (the ``calc`` tools work);
+- ``search``: ``search(query)`` answers deterministic web-search-like results for ``query`` (a
+  backend for the hosted ``web_search`` tool);
 - ``hanging``: ``hang`` never returns until the server stops (or :meth:`HangControl.release`);
 - ``auth_required``: the ``calc`` tools, behind HTTP 401 unless ``Authorization: Bearer
   <MCP_TEST_TOKEN>`` is sent.
@@ -48,7 +50,7 @@ __all__ = [
     "start_mcp_server",
 ]
 
-McpServerKind = Literal["calc", "echo_auth", "failing", "hanging", "auth_required"]
+McpServerKind = Literal["calc", "echo_auth", "failing", "hanging", "auth_required", "search"]
 McpTransport = Literal["streamable_http", "sse"]
 
 MCP_TEST_TOKEN = "mcp-test-token-7c1e0b"
@@ -220,6 +222,14 @@ def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MC
                     "x_custom": headers.get("x-custom"),
                 }
             )
+
+    elif kind == "search":
+
+        @server.tool(description="Search the web.")
+        def search(query: str) -> str:
+            log.record("search", query=query)
+            slug = "-".join(query.split())
+            return f"1. {query}: https://example.com/{slug}"
 
     elif kind == "hanging":
 

@@ -29,8 +29,8 @@ const input = [
   { role: "user", content: '<<call get_weather>>{"city": "Paris"}<</call>>' },
 ];
 const stream = client.responses.stream({ model, input, tools });
-const eventTypes = [];
-for await (const event of stream) eventTypes.push(event.type);
+const events = [];
+for await (const event of stream) events.push(event);
 const first = await stream.finalResponse();
 const call = first.output.find((item) => item.type === "function_call");
 
@@ -47,7 +47,7 @@ const second = await client.responses.create({
 console.log(
   JSON.stringify({
     created: { id: created.id, status: created.status, text: created.output_text },
-    streamed: { eventTypes, status: first.status, call: { name: call.name, arguments: call.arguments } },
+    streamed: { events, status: first.status, call: { name: call.name, arguments: call.arguments } },
     second: { status: second.status, text: second.output_text },
   }),
 );

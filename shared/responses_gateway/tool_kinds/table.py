@@ -1,0 +1,312 @@
+"""The tool-kind table itself: one :class:`ToolKind` per tool family, the item types they make,
+and the exposed names their tools get on function-only wires.
+
+Owns :data:`KINDS`, the lookups derived from it (:func:`kind_of`, :data:`ITEM_KINDS`...),
+:class:`Exposed` (one lowered tool and what its calls become) and :func:`exposed_name`. It
+decides nothing about a request: :mod:`responses_gateway.tool_kinds.view` does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from responses_gateway.tool_kinds._shapes import (
+    APPLY_PATCH_SCHEMA,
+    COMPUTER_SCHEMA,
+    LOCAL_SHELL_SCHEMA,
+    SHELL_SCHEMA,
+    WEB_SEARCH_SCHEMA,
+    Event,
+    action_arguments,
+    apply_patch_arguments,
+    apply_patch_fields,
+    apply_patch_output,
+    computer_arguments,
+    computer_fields,
+    custom_arguments,
+    custom_events,
+    custom_fields,
+    custom_schema,
+    fixed,
+    function_arguments,
+    function_fields,
+    function_schema,
+    in_progress,
+    local_shell_fields,
+    no_events,
+    plain_output,
+    server_search,
+    shell_events,
+    shell_fields,
+    tool_search_arguments,
+    tool_search_fields,
+    tool_search_output,
+    tool_search_schema,
+    web_search_arguments,
+    web_search_events,
+    web_search_fields,
+)
+
+__all__ = [
+    "CALL_ITEM_TYPES",
+    "CLIENT_CALL_ITEM_TYPES",
+    "HOSTED_ITEM_TYPES",
+    "ITEM_KINDS",
+    "KINDS",
+    "Exposed",
+    "ToolKind",
+    "exposed_for",
+    "exposed_name",
+    "item_id_prefix",
+    "kind_of",
+    "runs_on_gateway",
+]
+
+Runner = Literal["client", "upstream"]
+"""Who runs a kind's calls: the client (its call item goes back to it), or the upstream
+(OpenAI's hosted tools: only a Responses upstream can)."""
+
+
+_UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+
+
+def exposed_name(server_label: str, tool_name: str) -> str:
+    """The function name a gateway tool is shown to the model under: ``<label>__<tool>``.
+
+    Deterministic and collision-free: characters a function name cannot hold are replaced, and
+    whenever that (or the 64-character limit) changed anything, a hash of the exact pair is
+    appended, so two different pairs never share a name.
+    """
+    plain = f"{server_label}__{tool_name}"
+    safe = _UNSAFE.sub("_", plain)
+    if safe == plain and len(safe) <= 64:
+        return safe
+    digest = hashlib.sha256(f"{server_label}\0{tool_name}".encode()).hexdigest()[:8]
+    return f"{safe[:55]}_{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolKind:
+    """One tool family, and how every part of the gateway treats it."""
+
+    name: str
+    tool_types: tuple[str, ...]
+    """The ``tools[].type`` values of this kind."""
+    runner: Runner
+    item_type: str | None = None
+    """The item its calls become (None: a hosted tool, which only a Responses upstream runs)."""
+    output_type: str | None = None
+    """The input item the client answers a call with."""
+    schema: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    """Tool definition -> ``{description, parameters[, strict]}`` of its lowered function."""
+    fixed_name: str | None = None
+    """The exposed name of a built-in tool; None: the tool's own ``name``."""
+    fields: Callable[[Exposed, str], dict[str, Any]] | None = None
+    """(binding, the model's JSON arguments) -> the call item's own fields."""
+    arguments: Callable[[dict[str, Any]], str] | None = None
+    """A call item -> the lowered call's JSON arguments (replay)."""
+    output_text: Callable[[dict[str, Any]], str] = plain_output
+    """An output item -> the lowered ``function_call_output`` text (replay)."""
+    events: Callable[[dict[str, Any], int], list[Event]] = no_events
+    """(call item, output index) -> the events between its ``added`` and ``done``."""
+    id_prefix: str = "item"
+    """The prefix of the ids the gateway gives its call items."""
+    gateway_runs: Callable[[dict[str, Any]], bool] = lambda item: False
+    """Whether the gateway itself runs a call item of this kind on a lowering wire (it stays
+    ``in_progress`` until :func:`run_on_gateway` answered it)."""
+
+    @property
+    def hosted(self) -> bool:
+        return self.runner == "upstream"
+
+
+KINDS: tuple[ToolKind, ...] = (
+    ToolKind(
+        "function",
+        ("function",),
+        "client",
+        item_type="function_call",
+        output_type="function_call_output",
+        schema=function_schema,
+        fields=function_fields,
+        arguments=function_arguments,
+        id_prefix="fc",
+    ),
+    ToolKind(
+        "custom",
+        ("custom",),
+        "client",
+        item_type="custom_tool_call",
+        output_type="custom_tool_call_output",
+        schema=custom_schema,
+        fields=custom_fields,
+        arguments=custom_arguments,
+        events=custom_events,
+        id_prefix="ctc",
+    ),
+    ToolKind(
+        "shell",
+        ("shell",),
+        "client",
+        item_type="shell_call",
+        output_type="shell_call_output",
+        schema=fixed(SHELL_SCHEMA),
+        fixed_name="shell",
+        fields=shell_fields,
+        arguments=action_arguments,
+        events=shell_events,
+        id_prefix="sh",
+    ),
+    ToolKind(
+        "local_shell",
+        ("local_shell",),
+        "client",
+        item_type="local_shell_call",
+        output_type="local_shell_call_output",
+        schema=fixed(LOCAL_SHELL_SCHEMA),
+        fixed_name="local_shell",
+        fields=local_shell_fields,
+        arguments=action_arguments,
+        id_prefix="lsh",
+    ),
+    ToolKind(
+        "apply_patch",
+        ("apply_patch",),
+        "client",
+        item_type="apply_patch_call",
+        output_type="apply_patch_call_output",
+        schema=fixed(APPLY_PATCH_SCHEMA),
+        fixed_name="apply_patch",
+        fields=apply_patch_fields,
+        arguments=apply_patch_arguments,
+        output_text=apply_patch_output,
+        id_prefix="apc",
+    ),
+    ToolKind(
+        "computer",
+        ("computer", "computer_use_preview", "computer_use"),
+        "client",
+        item_type="computer_call",
+        output_type="computer_call_output",
+        schema=fixed(COMPUTER_SCHEMA),
+        fixed_name="computer",
+        fields=computer_fields,
+        arguments=computer_arguments,
+        id_prefix="cu",
+    ),
+    ToolKind(
+        "tool_search",
+        ("tool_search",),
+        "client",
+        item_type="tool_search_call",
+        output_type="tool_search_output",
+        schema=tool_search_schema,
+        fixed_name="tool_search",
+        fields=tool_search_fields,
+        arguments=tool_search_arguments,
+        output_text=tool_search_output,
+        id_prefix="tsc",
+        gateway_runs=server_search,
+    ),
+    ToolKind(
+        "web_search",
+        (
+            "web_search",
+            "web_search_preview",
+            "web_search_2025_08_26",
+            "web_search_preview_2025_03_11",
+        ),
+        "upstream",
+        item_type="web_search_call",
+        schema=fixed(WEB_SEARCH_SCHEMA),  # used only with a configured backend
+        fixed_name="web_search",
+        fields=web_search_fields,
+        arguments=web_search_arguments,
+        events=web_search_events,
+        id_prefix="ws",
+        gateway_runs=in_progress,
+    ),
+    ToolKind("file_search", ("file_search",), "upstream", item_type="file_search_call"),
+    ToolKind(
+        "code_interpreter", ("code_interpreter",), "upstream", item_type="code_interpreter_call"
+    ),
+    ToolKind(
+        "image_generation", ("image_generation",), "upstream", item_type="image_generation_call"
+    ),
+)
+"""Every tool kind the gateway knows (``mcp`` excepted: the gateway runs it itself)."""
+
+_BY_TYPE: dict[str, ToolKind] = {t: kind for kind in KINDS for t in kind.tool_types}
+
+ITEM_KINDS: dict[str, ToolKind] = {
+    item: kind
+    for kind in KINDS
+    for item in (kind.item_type, kind.output_type)
+    if item is not None and kind.schema is not None
+}
+"""Call and output item types -> the kind that lowers them on replay."""
+
+HOSTED_ITEM_TYPES = frozenset(k.item_type for k in KINDS if k.hosted and k.item_type)
+"""Call items of hosted tools (only a Responses upstream shows or replays them)."""
+
+CALL_ITEM_TYPES = frozenset(k.item_type for k in KINDS if k.item_type)
+"""Every tool call item type carrying a ``call_id`` the client may answer."""
+
+CLIENT_CALL_ITEM_TYPES = frozenset(k.item_type for k in KINDS if k.item_type and not k.hosted)
+"""Call items that end a response: the client runs them and answers in its next request."""
+
+
+def item_id_prefix(item_type: str) -> str:
+    """The id prefix of a call item the gateway creates (``ctc`` for ``custom_tool_call``...)."""
+    kind = ITEM_KINDS.get(item_type)
+    return kind.id_prefix if kind is not None else "item"
+
+
+def kind_of(tool_type: str) -> ToolKind | None:
+    """The kind of a ``tools[].type``; None for ``mcp``, ``namespace`` and unknown types."""
+    return _BY_TYPE.get(tool_type)
+
+
+@dataclass(frozen=True, slots=True)
+class Exposed:
+    """One function the model sees on a lowering wire, and what its calls become."""
+
+    name: str
+    """The exposed (function) name."""
+    kind: ToolKind
+    tool: dict[str, Any]
+    """The (inner) tool definition."""
+    namespace: str | None = None
+
+    @property
+    def inner_name(self) -> str:
+        return str(self.tool.get("name") or self.kind.fixed_name or self.name)
+
+    def function(self) -> dict[str, Any]:
+        """The Responses ``function`` tool the model is offered."""
+        assert self.kind.schema is not None
+        schema = self.kind.schema(self.tool)
+        tool = {"type": "function", "name": self.name, **schema}
+        return {k: v for k, v in tool.items() if v is not None}
+
+    def item(self, arguments: str) -> dict[str, Any]:
+        """The fields (``type`` included) of the item a call with ``arguments`` becomes."""
+        assert self.kind.fields is not None and self.kind.item_type is not None
+        return {"type": self.kind.item_type, **self.kind.fields(self, arguments)}
+
+
+def exposed_for(kind: ToolKind, name: str | None, namespace: str | None) -> str:
+    """The exposed name of a tool: stable across turns, a pure function of its identity."""
+    if namespace is not None:
+        return exposed_name(namespace, name or "")
+    return kind.fixed_name or name or kind.name
+
+
+def runs_on_gateway(item: dict[str, Any]) -> bool:
+    """Whether ``item`` is a call the gateway runs itself (a server ``tool_search_call``)."""
+    kind = ITEM_KINDS.get(str(item.get("type")))
+    return kind is not None and item.get("type") == kind.item_type and kind.gateway_runs(item)
