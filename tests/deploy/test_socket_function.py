@@ -118,7 +118,14 @@ class Harness:
 def harness(
     dynamo: LocalDynamo, deployed_env: dict[str, str], upstream: ScriptedUpstream
 ) -> Harness:
-    dynamo.reset()
+    # the connections' own items only: moto's state is shared by every server in the process
+    for item in dynamo.client.scan(TableName=dynamo.table_name)["Items"]:
+        if item["PK"]["S"].startswith("WS#"):
+            key = {"PK": item["PK"], "SK": item["SK"]}
+            dynamo.client.delete_item(TableName=dynamo.table_name, Key=key)
+    from moto.apigatewaymanagementapi.models import apigatewaymanagementapi_backends
+
+    apigatewaymanagementapi_backends["123456789012"][dynamo.region].connections.clear()
     return Harness(dynamo, deployed_env)
 
 
@@ -181,6 +188,7 @@ def test_store_false_chain_continues_from_connection_state_without_table_writes(
     harness: Harness, upstream: ScriptedUpstream
 ) -> None:
     handle(_event("$connect", "c1"), harness.runtime)
+    before = harness.table_keys()
     upstream.push(Turn(text="first answer"), Turn(text="second answer"))
     base = {"type": "response.create", "model": "gpt-test", "store": False}
     harness.send("c1", {**base, "input": "alpha"})
@@ -192,7 +200,7 @@ def test_store_false_chain_continues_from_connection_state_without_table_writes(
     assert second["output"][0]["content"][0]["text"] == "second answer"
     sent = json.dumps(upstream.model_requests()[-1].json)
     assert "alpha" in sent and "first answer" in sent and "beta" in sent
-    assert harness.table_keys() == {"WS#c1"}  # only the connection's own items
+    assert harness.table_keys() == before  # only the connection's own items changed
 
 
 def test_busy_stream_bad_json_and_unknown_previous_get_error_events(
