@@ -229,7 +229,13 @@ def test_parallel_streams_and_a_fork(
 def test_a_create_on_a_busy_stream_is_an_error_event(
     stack: Stack, socket: Socket, upstream: ScriptedUpstream, model: str
 ) -> None:
-    upstream.push(Turn(text="one two three four", hold_after=4), Turn(text="other"))
+    def by_input(body: dict[str, Any], wire: Any) -> Turn:  # whichever request arrives first
+        text = read_prompt(body).text if wire == "harmony" else json.dumps(body)  # type: ignore[union-attr]
+        if "elsewhere" in text:
+            return Turn(text="other")
+        return Turn(text="one two three four", hold_after=4)
+
+    upstream.push(by_input, by_input)
     socket.send(model=model, input="first", stream_id="s")
     created = socket.message()
     assert created["type"] == "response.created"

@@ -109,14 +109,19 @@ async def test_create_then_continue_from_memory_without_the_store(
 async def test_busy_stream_is_refused_while_other_streams_run(
     session: Any, upstream_server: tuple[ScriptedUpstream, RunningServer]
 ) -> None:
-    upstream_server[0].push(Turn(text="slow", hold_after=2), Turn(text="other"))
-    create = {"type": "response.create", "model": "m", "input": "x", "store": False}
+    def by_input(body: dict[str, Any], wire: Any) -> Turn:  # whichever request arrives first
+        if "first" in json.dumps(body):
+            return Turn(text="slow", hold_after=2)
+        return Turn(text="other")
+
+    upstream_server[0].push(by_input, by_input)
+    create = {"type": "response.create", "model": "m", "input": "first", "store": False}
     session.receive(json.dumps({**create, "stream_id": "s"}))
     session.receive(json.dumps({**create, "stream_id": "s"}))
     [busy] = [m for m in await _until(session, 1) if m["type"] == "error"]
     assert check_socket_error(busy, "s")["code"] == "stream_busy"
     assert set(session.running) == {"s"}
-    session.receive(json.dumps({**create, "stream_id": "t"}))
+    session.receive(json.dumps({**create, "input": "second", "stream_id": "t"}))
     events = [
         m for m in await _until(session, 2) if m.get("stream_id") == "t" and m["type"] != "error"
     ]
