@@ -2,7 +2,8 @@
 
 Owns the app factory, the conversion of :class:`~responses_gateway.errors.GatewayError` (and any
 other failure) into OpenAI error envelopes with the right status, and ``x-request-id`` on every
-response. Routes live in :mod:`responses_gateway.api`; the loop, adapters and store hold all the
+response. Routes live in :mod:`responses_gateway.api` (WebSocket mode's upgrade of
+``GET /v1/responses`` too); the loop, adapters and store hold all the
 logic. Nothing here decides what a request does.
 """
 
@@ -21,12 +22,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
-from responses_gateway.api import conversations, responses, usage
+from responses_gateway.api import conversations, responses, usage, websocket
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
 from responses_gateway.ids import new_id
 from responses_gateway.service import Gateway
+from responses_gateway.sockets.session import SessionLimits
 from responses_gateway.store.base import Store
 
 __all__ = ["create_app", "error_response"]
@@ -99,6 +101,7 @@ def create_app(
     mcp_policy: Any = None,
     launcher: Launcher | None = None,
     foreground_budget: float | None = None,
+    socket_limits: SessionLimits | None = None,
 ) -> FastAPI:
     """The API app for ``config``, keeping state in ``store``.
 
@@ -114,6 +117,8 @@ def create_app(
             machine named by ``BACKGROUND_STATE_MACHINE_ARN``, else the in-process runner.
         foreground_budget: seconds a foreground loop may run before it hands over to the
             background worker (besides the Lambda invocation's own deadline).
+        socket_limits: WebSocket mode's connection lifetime and message size (from
+            ``GATEWAY_WS_MAX_SECONDS`` / ``GATEWAY_WS_MAX_MESSAGE_BYTES`` by default).
     """
     owned_client = client is None
     http = client or httpx.AsyncClient(
@@ -142,6 +147,8 @@ def create_app(
     )
     gateway.launcher = launcher or _default_launcher(gateway)
     app.state.gateway = gateway
+    if socket_limits is not None:
+        app.state.socket_limits = socket_limits
 
     @app.exception_handler(GatewayError)
     async def _gateway_error(_: Request, exc: GatewayError) -> JSONResponse:
@@ -160,5 +167,6 @@ def create_app(
     app.include_router(responses.router)
     app.include_router(conversations.router)
     app.include_router(usage.router)
+    app.include_router(websocket.router)
     app.add_middleware(EdgeMiddleware)
     return app

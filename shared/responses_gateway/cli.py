@@ -86,7 +86,15 @@ def _serve(host: str, port: int) -> int:
 
     app = TelemetryMiddleware(create_app(config, store), AccessLog(sys.stdout))
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        from responses_gateway.sockets.serving import LazyWebSocketProtocol
+
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            ws=LazyWebSocketProtocol,  # WebSocket mode, imported on the first upgrade
+        )
     finally:
         store.close()
         if local is not None:

@@ -16,7 +16,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -40,7 +40,7 @@ from responses_gateway.loop.prepared import (
     to_model_items,
 )
 from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
-from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
@@ -55,6 +55,9 @@ from responses_gateway.usage.budget import BudgetGuard
 from responses_gateway.usage.ledger import usage_entry
 
 logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from responses_gateway.sockets.memory import ConnectionMemory
 
 __all__ = ["Context", "Gateway", "PreparedRun", "previous_not_found"]
 
@@ -90,6 +93,9 @@ class Context:
     history: list[dict[str, Any]] = field(default_factory=list)
     chain: list[str] = field(default_factory=list)
     conversation_id: str | None = None
+    inline_history: bool = False
+    """The history is not in the table (a WebSocket connection's unstored response): a stored
+    continuation keeps it with its own input items, so it stands on its own."""
 
     @property
     def item_ids(self) -> frozenset[str]:
@@ -308,7 +314,11 @@ class Gateway:
         return self._persister(tenant, list(run.get("input_items") or []), context, True, None)
 
     async def load_context(
-        self, tenant: str, previous_response_id: str | None, conversation: Any
+        self,
+        tenant: str,
+        previous_response_id: str | None,
+        conversation: Any,
+        memory: ConnectionMemory | None = None,
     ) -> Context:
         """The items a request continues, read with strongly consistent reads.
 
@@ -317,8 +327,17 @@ class Gateway:
         the response that holds it (the chain stored with the new response too, so a long
         compacted chain is not read again from its start on every turn). Ancestors that expired
         or were deleted drop out of the front of the history; the previous response itself must
-        exist.
+        exist. On a WebSocket
+        connection (``memory``), the latest response of each of its streams continues from the
+        connection's memory, stored or not, without reading the table.
         """
+        if previous_response_id and memory is not None:
+            latest = await memory.find(previous_response_id)
+            if latest is not None:
+                if latest.stored:
+                    chain = [*latest.chain, latest.response_id]
+                    return Context(history=list(latest.history), chain=chain)
+                return Context(history=list(latest.history), inline_history=True)
         if previous_response_id:
             previous = await self.store.get_response(tenant, previous_response_id)
             if previous is None:
@@ -352,9 +371,27 @@ class Gateway:
             return Context(history=items, conversation_id=conversation_id)
         return Context()
 
-    async def prepare(self, body: Any, tenant: str, *, api_key_id: str = "") -> PreparedRun:
+    async def prepare(
+        self,
+        body: Any,
+        tenant: str,
+        *,
+        api_key_id: str = "",
+        memory: ConnectionMemory | None = None,
+        stream_id: str = "",
+        generate: bool = True,
+    ) -> PreparedRun:
         """Validate a create body (raw JSON bytes or parsed), load its context, check the
-        tenant's budget, build its loop.
+        tenant's budget, build its loop (``generate=False``: a WebSocket warm-up, no model call).
+
+        Args:
+            body: the create request.
+            tenant: who it acts for.
+            memory: a WebSocket connection's memory: previous responses are looked up there
+                first, and the finished response becomes ``stream_id``'s latest.
+            stream_id: the connection's stream the create runs on.
+            generate: False prepares the response and ends it at once, ``completed`` with no
+                output and no model call (WebSocket mode's warm-up).
 
         Raises:
             GatewayError: bad input, unknown model, or a context that does not exist.
@@ -374,7 +411,7 @@ class Gateway:
         guard = self.budget_guard(tenant)
         admitted, context = await asyncio.gather(
             guard.admit() if guard is not None else _no_status(),
-            self.load_context(tenant, request.previous_response_id, request.conversation),
+            self.load_context(tenant, request.previous_response_id, request.conversation, memory),
         )
         if admitted is not None and admitted.exceeded is not None:
             raise QuotaExceededError(admitted.message())
@@ -401,7 +438,7 @@ class Gateway:
             ),
             None,
         )
-        if not context.history and not prepared.upstream_input:
+        if generate and not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
                 "Missing required parameter: 'input'.",
                 param="input",
@@ -416,7 +453,7 @@ class Gateway:
             upstream_input=transcript,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
-            next_action=decide_start(approved, transcript),
+            next_action=decide_start(approved, transcript) if generate else Finish("completed"),
         )
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
         backends = self._backends(tool_dicts, adapter.wire)
@@ -439,7 +476,12 @@ class Gateway:
             ),
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(
-                tenant, prepared.items, context, request.store is not False, api_key_id
+                tenant,
+                prepared.items,
+                context,
+                request.store is not False,
+                api_key_id,
+                remember=_rememberer(memory, stream_id, context, prepared.items, request),
             ),
             budget=guard,
             tenant=tenant,
@@ -488,9 +530,12 @@ class Gateway:
         context: Context,
         store: bool,
         api_key_id: str | None,
+        remember: Any = None,
     ) -> Any:
         """The ending writer: the record, the conversation append and (``api_key_id`` not None:
-        a foreground loop) the usage ledger entry, written in parallel with the record."""
+        a foreground loop) the usage ledger entry, written in parallel with the record; on a
+        WebSocket connection (``remember``), the response becomes its stream's latest."""
+        stored_input = [*context.history, *input_items] if context.inline_history else input_items
 
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
             if api_key_id is None:
@@ -509,7 +554,7 @@ class Gateway:
                         tenant=tenant,
                         id=state.response_id,
                         response=response,
-                        input_items=input_items,
+                        input_items=stored_input,
                         chain=context.chain,
                         conversation_id=context.conversation_id,
                     )
@@ -518,9 +563,40 @@ class Gateway:
                 await self.store.append_items(
                     tenant, context.conversation_id, [*input_items, *state.output]
                 )
+            if remember is not None:
+                await remember(state)
 
         return persist
 
 
 async def _no_status() -> None:
     return None
+
+
+def _rememberer(
+    memory: ConnectionMemory | None,
+    stream_id: str,
+    context: Context,
+    input_items: list[dict[str, Any]],
+    request: CreateResponseRequest,
+) -> Any:
+    """What makes a finished response its stream's latest on a WebSocket connection (before
+    its terminal event is sent, so the client can continue it at once); None over HTTP."""
+    if memory is None:
+        return None
+    from responses_gateway.sockets.memory import Latest
+
+    stored = request.store is not False
+
+    async def remember(state: LoopState) -> None:
+        await memory.remember(
+            stream_id,
+            Latest(
+                response_id=state.response_id,
+                history=[*context.history, *input_items, *state.output],
+                chain=context.chain if stored else [],
+                stored=stored,
+            ),
+        )
+
+    return remember

@@ -35,7 +35,7 @@ EXECUTION_ARNS = (
     + ":*"
 )
 API_FUNCTIONS = {"StreamingFunction", "BufferedFunction"}
-UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction"}
+UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction", "SocketFunction"}
 SEALING_SECRET_ARN = {
     "Fn::If": [
         "GenerateSealingKeys",
@@ -158,6 +158,7 @@ def test_every_function_is_arm64_on_one_python_runtime_with_matching_layers(
         "BufferedFunction",
         "WorkerFunction",
         "AuthorizerFunction",
+        "SocketFunction",
     }
     runtimes = {f["Properties"]["Runtime"] for f in functions.values()}
     assert len(runtimes) == 1
@@ -271,6 +272,7 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
         "BufferedFunctionRole",
         "WorkerFunctionRole",
         "AuthorizerFunctionRole",
+        "SocketFunctionRole",
         "BackgroundStateMachineRole",
     }
     for name, role in roles.items():
@@ -313,6 +315,21 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
             elif sorted(actions) == ["states:DescribeExecution", "states:StopExecution"]:
                 assert name.removesuffix("Role") in API_FUNCTIONS
                 assert resources == [{"Fn::Sub": EXECUTION_ARNS}], name
+            elif actions == ["execute-api:ManageConnections"]:
+                assert name == "SocketFunctionRole"
+                assert resources == [
+                    {
+                        "Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:"
+                        "${AWS::AccountId}:${SocketApi}/*"
+                    }
+                ]
+            elif actions == ["lambda:InvokeFunction"] and name == "SocketFunctionRole":
+                assert resources == [  # itself only (the asynchronous runs)
+                    {
+                        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:"
+                        "${AWS::AccountId}:function:${AWS::StackName}-socket"
+                    }
+                ]
             elif actions == ["lambda:InvokeFunction"]:
                 assert name == "BackgroundStateMachineRole"
                 ((pattern, variables),) = [r["Fn::Sub"] for r in resources]
