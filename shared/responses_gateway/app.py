@@ -22,6 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.api import conversations, responses
+from responses_gateway.api.limits import Limits
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
@@ -99,6 +100,7 @@ def create_app(
     mcp_policy: Any = None,
     launcher: Launcher | None = None,
     foreground_budget: float | None = None,
+    limits: Limits | None = None,
 ) -> FastAPI:
     """The API app for ``config``, keeping state in ``store``.
 
@@ -114,6 +116,7 @@ def create_app(
             machine named by ``BACKGROUND_STATE_MACHINE_ARN``, else the in-process runner.
         foreground_budget: seconds a foreground loop may run before it hands over to the
             background worker (besides the Lambda invocation's own deadline).
+        limits: request body caps (``GATEWAY_MAX_*`` variables by default).
     """
     owned_client = client is None
     http = client or httpx.AsyncClient(
@@ -142,6 +145,7 @@ def create_app(
     )
     gateway.launcher = launcher or _default_launcher(gateway)
     app.state.gateway = gateway
+    app.state.limits = limits or Limits.from_env()
 
     @app.exception_handler(GatewayError)
     async def _gateway_error(_: Request, exc: GatewayError) -> JSONResponse:

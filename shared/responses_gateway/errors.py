@@ -6,6 +6,7 @@ Conversion to a response happens only in ``responses_gateway.app``.
 
     GatewayError
     ├── InvalidRequestError        400 invalid_request_error (bad input, unknown previous id, ...)
+    │   └── PayloadTooLargeError   413 (a body over the configured size cap)
     ├── NotFoundError              404 invalid_request_error
     ├── UpstreamError              the model provider failed
     │   ├── UpstreamStatusError    it answered with an HTTP error (status kept for 4xx/429)
@@ -23,6 +24,7 @@ __all__ = [
     "InternalError",
     "InvalidRequestError",
     "NotFoundError",
+    "PayloadTooLargeError",
     "UpstreamError",
     "UpstreamProtocolError",
     "UpstreamStatusError",
@@ -69,6 +71,12 @@ class InvalidRequestError(GatewayError):
 
     status_code = 400
     error_type = "invalid_request_error"
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    """The request body (or its decompressed form) is larger than the gateway accepts."""
+
+    status_code = 413
 
 
 class NotFoundError(GatewayError):

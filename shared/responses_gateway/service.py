@@ -31,6 +31,7 @@ from responses_gateway.loop.prepared import (
     prepare_input,
     to_model_items,
 )
+from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
 from responses_gateway.protocol.request import (
@@ -240,12 +241,13 @@ class Gateway:
         return Context()
 
     async def prepare(self, body: Any, tenant: str) -> PreparedRun:
-        """Validate a create body (raw JSON bytes or parsed), load its context, build its loop.
+        """Validate a create body (raw JSON bytes, parsed, or already validated), load its
+        context, build its loop.
 
         Raises:
             GatewayError: bad input, unknown model, or a context that does not exist.
         """
-        request = parse_create_request(body)
+        request = body if isinstance(body, CreateResponseRequest) else parse_create_request(body)
         _reject_unsupported(request)
         if request.background and self.launcher is None:
             raise InvalidRequestError(
@@ -318,10 +320,37 @@ class Gateway:
             and self.launcher is not None,
         )
 
+    async def record_started(self, run: PreparedRun) -> None:
+        """Write a stored foreground response's record as ``in_progress`` before its loop
+        runs, so ``GET`` (and a ``previous_response_id`` continuation, refused while it runs)
+        sees it at once; its ending overwrites it. One extra write per such create."""
+        if run.state.request.get("store") is False:
+            return
+        await self.store.put_response(
+            StoredResponse(
+                tenant=run.tenant,
+                id=run.state.response_id,
+                response=render_response(run.state),
+                input_items=list(run.run.get("input_items") or []),
+                chain=list(run.run.get("chain") or []),
+                conversation_id=run.run.get("conversation"),
+            )
+        )
+
     def _persister(
         self, tenant: str, input_items: list[dict[str, Any]], context: Context, store: bool
     ) -> Any:
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
+            # The turn goes into the conversation first, keyed by the response: a finished
+            # record then always implies its append, and whoever completes an ending that
+            # died in between repeats the append harmlessly (store/DESIGN.md).
+            if context.conversation_id and state.status in _APPENDED_STATUSES:
+                await self.store.append_items(
+                    tenant,
+                    context.conversation_id,
+                    [*input_items, *state.output],
+                    once_key=state.response_id,
+                )
             if store:
                 await self.store.put_response(
                     StoredResponse(
@@ -332,10 +361,6 @@ class Gateway:
                         chain=context.chain,
                         conversation_id=context.conversation_id,
                     )
-                )
-            if context.conversation_id and state.status in _APPENDED_STATUSES:
-                await self.store.append_items(
-                    tenant, context.conversation_id, [*input_items, *state.output]
                 )
 
         return persist

@@ -14,29 +14,19 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
+from responses_gateway.api.limits import off_loop_if_large, read_json
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.loop import render_response
 from responses_gateway.loop.prepared import prepare_input, to_model_items
+from responses_gateway.protocol.request import parse_create_request
 from responses_gateway.store.base import StoredResponse
 
-__all__ = ["parse_json", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/v1/responses")
-
-
-def parse_json(body: bytes) -> Any:
-    """A request body as JSON, or OpenAI's 400 for a body that is not."""
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise InvalidRequestError(
-            "We could not parse the JSON body of your request. (HINT: This likely means you "
-            "aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
-            code="invalid_json",
-        ) from exc
 
 
 def _not_found(response_id: str) -> NotFoundError:
@@ -53,7 +43,10 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 @router.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
-    run = await gateway.prepare(await request.body(), tenant_of(request))
+    tenant = tenant_of(request)  # authenticate before reading the body
+    data, size = await read_json(request)
+    parsed = await off_loop_if_large(size, parse_create_request, data)
+    run = await gateway.prepare(parsed, tenant)
     timing = timing_of(request)
     if run.background:
         queued = await start_background(gateway, run)
@@ -62,6 +55,7 @@ async def create_response(request: Request) -> Response:
         return JSONResponse(queued)
     if run.stream:
         return await run_streamed(run, gateway, timing)
+    await gateway.record_started(run)  # visible to GET as in_progress while it runs
     outcome = await run_buffered(run, request, gateway, timing)
     if outcome is False:
         return Response(status_code=499)  # the client is gone; nobody reads this
@@ -78,7 +72,8 @@ async def create_response(request: Request) -> Response:
 async def count_input_tokens(request: Request) -> dict[str, Any]:
     """An estimate of the input tokens a create with this body would send (about 4 characters
     per token over the transcript, instructions and tools): no upstream is called."""
-    data = parse_json(await request.body())
+    tenant_of(request)
+    data, _ = await read_json(request)
     if not isinstance(data, dict):
         raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
     if data.get("previous_response_id") and data.get("conversation"):
