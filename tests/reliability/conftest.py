@@ -37,6 +37,8 @@ LIMITS = Limits(
     max_tools=8,
     max_json_depth=16,
     max_string_chars=200_000,
+    stream_buffer_bytes=64 * 1024,
+    stream_stall_seconds=2,
 )
 UPSTREAM_TIMEOUT = 3.0
 STORE_READ_TIMEOUT = 1.5

@@ -20,6 +20,11 @@ Environment (defaults in brackets):
 - ``GATEWAY_MAX_TOOLS`` [128]: entries in ``tools``.
 - ``GATEWAY_MAX_JSON_DEPTH`` [64]: nesting of arrays and objects.
 - ``GATEWAY_MAX_STRING_CHARS`` [10485760]: characters in any one string (OpenAI's cap).
+- ``GATEWAY_STREAM_BUFFER_BYTES`` [1 MiB]: SSE bytes a streaming response may hold for a client
+  that reads slower than the model writes; past it the loop stops reading the upstream until the
+  client catches up (backpressure).
+- ``GATEWAY_STREAM_STALL_SECONDS`` [60]: how long a stream may stay blocked on a client that
+  reads nothing; then the response is cancelled exactly as if the client had disconnected.
 """
 
 from __future__ import annotations
@@ -73,6 +78,8 @@ class Limits:
     max_tools: int = 128
     max_json_depth: int = 64
     max_string_chars: int = 10_485_760
+    stream_buffer_bytes: int = 1024 * 1024
+    stream_stall_seconds: int = 60
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Limits:
@@ -111,6 +118,8 @@ _ENV = {
     "GATEWAY_MAX_TOOLS": "max_tools",
     "GATEWAY_MAX_JSON_DEPTH": "max_json_depth",
     "GATEWAY_MAX_STRING_CHARS": "max_string_chars",
+    "GATEWAY_STREAM_BUFFER_BYTES": "stream_buffer_bytes",
+    "GATEWAY_STREAM_STALL_SECONDS": "stream_stall_seconds",
 }
 
 DEFAULT_LIMITS = Limits()

@@ -14,7 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
-from responses_gateway.api.limits import off_loop_if_large, read_json
+from responses_gateway.api.limits import limits_of, off_loop_if_large, read_json
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
@@ -54,7 +54,7 @@ async def create_response(request: Request) -> Response:
             return stream_log(gateway, run.tenant, run.state.response_id, -1, timing)
         return JSONResponse(queued)
     if run.stream:
-        return await run_streamed(run, gateway, timing)
+        return await run_streamed(run, gateway, timing, limits_of(request))
     await gateway.record_started(run)  # visible to GET as in_progress while it runs
     outcome = await run_buffered(run, request, gateway, timing)
     if outcome is False:
