@@ -16,6 +16,7 @@ from responses_gateway.api.limits import read_json
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.prepared import prepare_input
+from responses_gateway.protocol.request import parse_create_request, request_input
 from responses_gateway.service import conversation_not_found
 from responses_gateway.store.base import Conversation
 
@@ -84,7 +85,14 @@ def _items(value: Any) -> list[dict[str, Any]]:
             param="items",
             code="array_above_max_length",
         )
-    return prepare_input(value).items
+    try:  # the same item rules as a response's input
+        parsed = parse_create_request({"model": "-", "input": value})
+    except InvalidRequestError as error:
+        if error.param and error.param.startswith("input"):
+            error.param = "items" + error.param.removeprefix("input")
+            error.message = error.message.replace("'input", "'items")
+        raise
+    return prepare_input(request_input(parsed)).items
 
 
 async def _conversation(request: Request, conversation_id: str) -> Conversation:
