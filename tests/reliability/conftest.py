@@ -61,7 +61,13 @@ class Stack:
     def response_ids(self) -> list[str]:
         """Ids of every stored response META in the table (read from moto directly)."""
         ids = []
-        for page in self.dynamo.client.get_paginator("scan").paginate(TableName=TABLE):
+        pages = self.dynamo.client.get_paginator("scan").paginate(
+            TableName=TABLE,
+            ProjectionExpression="PK, SK",
+            FilterExpression="SK = :r",
+            ExpressionAttributeValues={":r": {"S": "R"}},
+        )
+        for page in pages:
             for item in page["Items"]:
                 pk, sk = item["PK"]["S"], item["SK"]["S"]
                 if sk == "R" and "#R#" in pk:
