@@ -21,6 +21,8 @@ import pytest
 from responses_gateway.api.limits import Limits
 from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
+from responses_gateway.mcp.client import McpClient, McpLimits
+from responses_gateway.mcp.security import McpPolicy
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
 from responses_gateway.store.table import make_client
@@ -41,6 +43,7 @@ LIMITS = Limits(
     stream_stall_seconds=2,
 )
 UPSTREAM_TIMEOUT = 3.0
+MCP_TIMEOUT = 2.0
 STORE_READ_TIMEOUT = 1.5
 STORE_ATTEMPTS = 3
 
@@ -115,7 +118,10 @@ def stack() -> Iterator[Stack]:
             ]
         }
     )
-    gateway = run_in_thread(create_app(config, store, limits=LIMITS))
+    policy = McpPolicy(allow_http=True, allow_loopback=True)  # test MCP servers are local
+    app = create_app(config, store, limits=LIMITS, mcp_policy=policy)
+    app.state.gateway._mcp_client = McpClient(policy, limits=McpLimits(call_timeout=MCP_TIMEOUT))
+    gateway = run_in_thread(app)
     try:
         yield Stack(upstream, upstream_proxy, dynamo_proxy, dynamo, store, gateway)
     finally:
