@@ -282,10 +282,49 @@ async def scenario(
     }
 
 
+async def big_bodies(base: str) -> dict[str, Any]:
+    """A 50 MB body (413, read no further than the cap) and a 4.5 MB body (parsed on a thread)
+    sent while 20 small requests run: their latency and the loop lag show whether anyone
+    waited for the big ones."""
+    async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+        before = (await client.get("/__bench/stats", params={"reset": True})).json()
+        huge = b'{"model": "demo", "input": "' + b"x" * 50_000_000 + b'"}'
+        started = time.perf_counter()
+        refused = await client.post("/v1/responses", content=huge)
+        huge_s = time.perf_counter() - started
+        item = {"role": "user", "content": "y" * 1100}
+        large = {"model": "demo", "input": [item] * 4000, "max_output_tokens": 16}
+        small_latencies: list[float] = []
+
+        async def small() -> None:
+            t0 = time.perf_counter()
+            await client.post("/v1/responses", json={"model": "demo", "input": "hi"})
+            small_latencies.append(time.perf_counter() - t0)
+
+        started = time.perf_counter()
+        answers = await asyncio.gather(
+            client.post("/v1/responses", json=large), *(small() for _ in range(20))
+        )
+        large_s = time.perf_counter() - started
+        during = (await client.get("/__bench/stats", params={"reset": True})).json()
+    return {
+        "huge_50mb_status": refused.status_code,
+        "huge_50mb_seconds": round(huge_s, 3),
+        "large_4_5mb_status": answers[0].status_code,
+        "large_4_5mb_seconds": round(large_s, 2),
+        "small_p50_ms": round(_percentile(small_latencies, 0.5) * 1000, 1),
+        "small_max_ms": round(max(small_latencies) * 1000, 1),
+        "loop_lag_max_ms": round(max(during["lag"], default=float("nan")) * 1000, 1),
+        "rss_before_mb": round(before["rss"] / 2**20, 1),
+        "rss_after_mb": round(during["rss"] / 2**20, 1),
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--big-bodies", action="store_true", help="only the big-body probe")
     parser.add_argument("--serve", choices=["upstream", "gateway"], help=argparse.SUPPRESS)
     parser.add_argument("--upstream-url", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -295,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
     gateway = Child("gateway", "--upstream-url", f"{upstream.url}/v1")
     results = []
     try:
+        if args.big_bodies:
+            print(json.dumps(asyncio.run(big_bodies(gateway.url))))
+            return 0
         for name, clients, stream in (
             ("stream-100 (half leave)", 100, True),
             ("stream-200 (half leave)", 200, True),

@@ -4,6 +4,7 @@ an ending that dies half-way is completed by whoever ends it next without duplic
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -123,3 +124,34 @@ def test_response_whose_record_write_fails_keeps_one_turn_and_a_retry_adds_one(
     assert answer.status_code == 500
     fresh.dynamo_proxy.script()
     assert wait_until(lambda: _texts(client, conversation.id)) == ["question", "answer"]
+
+
+def test_client_leaving_while_the_record_is_written_still_leaves_the_record(
+    http: httpx.Client, fresh: Stack
+) -> None:
+    """The final record of a depth-2 chain writes its chain item first (a BatchWriteItem the
+    proxy delays); the streaming client leaves during that write. The write is finished anyway:
+    the record exists, ``completed`` (before, the cancellation cut it and nothing was stored)."""
+    fresh.upstream.push(Turn(text="one"), Turn(text="two"), Turn(text="three"))
+    first = http.post("/responses", json={"model": MODEL, "input": "1"}).json()["id"]
+    second = http.post(
+        "/responses", json={"model": MODEL, "input": "2", "previous_response_id": first}
+    ).json()["id"]
+    fresh.dynamo_proxy.script(
+        Fault("delay", match=lambda c: c.dynamo_op == "BatchWriteItem", seconds=1.5)
+    )
+    body = {"model": MODEL, "input": "3", "previous_response_id": second, "stream": True}
+    response_id = None
+    with http.stream("POST", "/responses", json=body) as answer:
+        for line in answer.iter_lines():
+            if line.startswith("data: "):
+                event = json.loads(line[6:])
+                response_id = response_id or event["response"]["id"]
+                if event["type"] == "response.output_item.done":
+                    break
+        wait_until(lambda: any(c.action == "delay" for c in fresh.dynamo_proxy.calls))
+    # The client is gone while the chain item is being written.
+    stored = wait_until(
+        lambda: (r := http.get(f"/responses/{response_id}")).status_code == 200 and r.json()
+    )
+    assert (stored["status"], stored["output"][0]["content"][0]["text"]) == ("completed", "three")
