@@ -23,6 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.api import conversations, responses, usage, websocket
+from responses_gateway.api.limits import Limits
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
@@ -102,6 +103,7 @@ def create_app(
     launcher: Launcher | None = None,
     foreground_budget: float | None = None,
     socket_limits: SessionLimits | None = None,
+    limits: Limits | None = None,
 ) -> FastAPI:
     """The API app for ``config``, keeping state in ``store``.
 
@@ -119,6 +121,7 @@ def create_app(
             background worker (besides the Lambda invocation's own deadline).
         socket_limits: WebSocket mode's connection lifetime and message size (from
             ``GATEWAY_WS_MAX_SECONDS`` / ``GATEWAY_WS_MAX_MESSAGE_BYTES`` by default).
+        limits: request body caps (``GATEWAY_MAX_*`` variables by default).
     """
     owned_client = client is None
     http = client or httpx.AsyncClient(
@@ -149,6 +152,7 @@ def create_app(
     app.state.gateway = gateway
     if socket_limits is not None:
         app.state.socket_limits = socket_limits
+    app.state.limits = limits or Limits.from_env()
 
     @app.exception_handler(GatewayError)
     async def _gateway_error(_: Request, exc: GatewayError) -> JSONResponse:

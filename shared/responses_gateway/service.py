@@ -40,6 +40,7 @@ from responses_gateway.loop.prepared import (
     to_model_items,
 )
 from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
+from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
 from responses_gateway.protocol.request import (
@@ -381,8 +382,9 @@ class Gateway:
         stream_id: str = "",
         generate: bool = True,
     ) -> PreparedRun:
-        """Validate a create body (raw JSON bytes or parsed), load its context, check the
-        tenant's budget, build its loop (``generate=False``: a WebSocket warm-up, no model call).
+        """Validate a create body (raw JSON bytes, parsed, or already validated), load its
+        context, check the tenant's budget, build its loop (``generate=False``: a WebSocket
+        warm-up, no model call).
 
         Args:
             body: the create request.
@@ -397,7 +399,7 @@ class Gateway:
             GatewayError: bad input, unknown model, or a context that does not exist.
             QuotaExceededError: the tenant's budget is spent (nothing was sent upstream).
         """
-        request = parse_create_request(body)
+        request = body if isinstance(body, CreateResponseRequest) else parse_create_request(body)
         _reject_unsupported(request)
         if request.background and self.launcher is None:
             raise InvalidRequestError(
@@ -523,6 +525,23 @@ class Gateway:
             omitted_tools=omitted,
         )
 
+    async def record_started(self, run: PreparedRun) -> None:
+        """Write a stored foreground response's record as ``in_progress`` before its loop
+        runs, so ``GET`` (and a ``previous_response_id`` continuation, refused while it runs)
+        sees it at once; its ending overwrites it. One extra write per such create."""
+        if run.state.request.get("store") is False:
+            return
+        await self.store.put_response(
+            StoredResponse(
+                tenant=run.tenant,
+                id=run.state.response_id,
+                response=render_response(run.state),
+                input_items=list(run.run.get("input_items") or []),
+                chain=list(run.run.get("chain") or []),
+                conversation_id=run.run.get("conversation"),
+            )
+        )
+
     def _persister(
         self,
         tenant: str,
@@ -538,6 +557,16 @@ class Gateway:
         stored_input = [*context.history, *input_items] if context.inline_history else input_items
 
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
+            # The turn goes into the conversation first, keyed by the response: a finished
+            # record then always implies its append, and whoever completes an ending that
+            # died in between repeats the append harmlessly (store/DESIGN.md).
+            if context.conversation_id and state.status in _APPENDED_STATUSES:
+                await self.store.append_items(
+                    tenant,
+                    context.conversation_id,
+                    [*input_items, *state.output],
+                    once_key=state.response_id,
+                )
             if api_key_id is None:
                 await write(state, response)
                 return
@@ -558,10 +587,6 @@ class Gateway:
                         chain=context.chain,
                         conversation_id=context.conversation_id,
                     )
-                )
-            if context.conversation_id and state.status in _APPENDED_STATUSES:
-                await self.store.append_items(
-                    tenant, context.conversation_id, [*input_items, *state.output]
                 )
             if remember is not None:
                 await remember(state)

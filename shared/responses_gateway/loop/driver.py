@@ -554,12 +554,28 @@ def _interrupt_for_approval(state: LoopState, action: InterruptForApproval) -> N
     return Finish("completed")
 
 
+async def _finish_writing(write: Awaitable[None], response_id: str) -> None:
+    """Await ``write`` to its end even if the task is cancelled meanwhile (a client leaving
+    while the record is written): a record write cut between its steps would leave no record
+    at all. The cancellation is re-raised once the write is done."""
+    job = asyncio.ensure_future(write)
+    try:
+        await asyncio.shield(job)
+    except asyncio.CancelledError:
+        if not job.done():
+            logger.info("cancelled while storing %s: finishing the write first", response_id)
+            await asyncio.wait({job})
+        if not job.cancelled() and job.exception() is not None:
+            logger.error("could not store response %s: %s", response_id, job.exception())
+        raise
+
+
 async def _persist(state: LoopState, ctx: LoopContext) -> dict[str, Any]:
     response = render_response(state)
     if ctx.persist is None:
         return response
     try:
-        await ctx.persist(state, response)
+        await _finish_writing(ctx.persist(state, response), state.response_id)
     except GatewayError as error:
         logger.error("could not store response %s: %s", state.response_id, error.message)
         ctx.failure = InternalError("The response could not be stored.")

@@ -7,7 +7,9 @@ Owns the layout under ``PK = T#<tenant>#C#<conversation id>`` (see DESIGN.md):
   (``[[seq, item], ...]``, JSON, zlib when smaller) inline up to 350 KB, otherwise chunks at
   ``P#<first seq>#<nonce>#<i>`` written before the row that names them;
 - ``SK = X#<item id>``: the row and sequence number of that item, so ``get_item`` and
-  ``delete_item`` are key reads, not scans.
+  ``delete_item`` are key reads, not scans;
+- ``SK = K#<once key>``: the first sequence number of a keyed append (a response's turn), so
+  repeating that append (a retry, a worker settling another's ending) writes nothing new.
 
 An append reserves its sequence range with one atomic ``ADD next_seq`` conditioned on the
 conversation existing, writes chunks and index rows, then the append row: a single-item write,
@@ -72,6 +74,10 @@ def _pk(tenant: str, conversation_id: str) -> str:
 
 def _row_sk(seq: int) -> str:
     return f"I#{seq:012d}"
+
+
+def _once_sk(once_key: str) -> str:
+    return f"K#{escape(once_key)}"
 
 
 def _index_sk(item_id: str) -> str:
@@ -215,13 +221,25 @@ class ConversationTable:
             _log.warning("could not purge a deleted conversation's rows; TTL will")
         return int(old[TTL_ATTR]["N"]) > self._clock()
 
-    async def append(self, tenant: str, conversation_id: str, items: list[dict[str, Any]]) -> None:
+    async def append(
+        self,
+        tenant: str,
+        conversation_id: str,
+        items: list[dict[str, Any]],
+        *,
+        once_key: str | None = None,
+    ) -> None:
         op = "append_items"
         pk = _pk(tenant, conversation_id)
         if not items:
             if await self._meta(op, pk) is None:
                 raise LookupError(f"conversation {conversation_id} not found")
             return
+        if once_key is not None:
+            marker = await self._db.get_item(op, key(pk, _once_sk(once_key)))
+            if marker is not None:  # appended (or being appended) at a known position
+                await self._write_row(op, pk, int(marker["start"]["N"]), items, marker)
+                return
         for _ in range(_RESERVE_ATTEMPTS):
             try:
                 meta = await self._db.update_item(
@@ -236,16 +254,37 @@ class ConversationTable:
                 raise LookupError(f"conversation {conversation_id} not found") from None
             start = int(meta["next_seq"]["N"]) - len(items)
             expires = int(meta[TTL_ATTR]["N"])
-            row, before = await self._db.offload(_append_items, pk, start, items, expires)
-            await self._db.batch_write(op, puts=before)
-            try:
-                # The row must be new: if its sequence was ever handed out twice (DynamoDB's
-                # ADD is atomic; emulators are not always), reserve again rather than overwrite.
-                await self._db.put_item(op, row, condition="attribute_not_exists(SK)")
-            except ConditionFailed:
-                continue
-            return
+            if once_key is not None:
+                marker = {
+                    **key(pk, _once_sk(once_key)),
+                    **_common(expires),
+                    "start": {"N": str(start)},
+                }
+                try:
+                    await self._db.put_item(op, marker, condition="attribute_not_exists(SK)")
+                except ConditionFailed:  # another writer of this key got there first
+                    marker = await self._db.get_item(op, key(pk, _once_sk(once_key))) or marker
+                    await self._write_row(op, pk, int(marker["start"]["N"]), items, marker)
+                    return
+            if await self._write_row(op, pk, start, items, meta) or once_key is not None:
+                return
+            # The row must be new: if its sequence was ever handed out twice (DynamoDB's
+            # ADD is atomic; emulators are not always), reserve again rather than overwrite.
         raise StoreError(f"conversation {conversation_id}: could not reserve item positions")
+
+    async def _write_row(
+        self, op: str, pk: str, start: int, items: list[dict[str, Any]], source: Item
+    ) -> bool:
+        """Write the append row of ``items`` at ``start`` (chunks and index rows first), never
+        over an existing row; False when a row was already there."""
+        expires = int(source[TTL_ATTR]["N"])
+        row, before = await self._db.offload(_append_items, pk, start, items, expires)
+        await self._db.batch_write(op, puts=before)
+        try:
+            await self._db.put_item(op, row, condition="attribute_not_exists(SK)")
+        except ConditionFailed:
+            return False
+        return True
 
     async def _entries(self, op: str, rows: list[Item]) -> list[Entry]:
         """The entries of ``rows`` in row order (raises :class:`_Changed` on a vanished chunk)."""

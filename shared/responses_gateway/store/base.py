@@ -157,10 +157,22 @@ class ConversationStore(Protocol):
     async def delete_conversation(self, tenant: str, conversation_id: str) -> bool: ...
 
     async def append_items(
-        self, tenant: str, conversation_id: str, items: list[dict[str, Any]]
+        self,
+        tenant: str,
+        conversation_id: str,
+        items: list[dict[str, Any]],
+        *,
+        once_key: str | None = None,
     ) -> None:
         """Append items (each with an ``id``) atomically and in order: concurrent appends never
-        lose or interleave items. Raises ``LookupError`` when the conversation does not exist."""
+        lose or interleave items. Raises ``LookupError`` when the conversation does not exist.
+
+        With ``once_key`` (the id of the response whose turn the items are), the append happens
+        at most once per key and conversation: calling again with the same key and items (a
+        retry, a worker settling an ending another one began) adds nothing and returns normally,
+        also after a crash half-way through the first call. The persister appends a turn this
+        way *before* it writes the response's final record, so a finished record always implies
+        its turn is in the conversation (see DESIGN.md, "Durable conversation appends")."""
         ...
 
     async def list_items(

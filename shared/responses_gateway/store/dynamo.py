@@ -11,7 +11,9 @@ Environment (:meth:`DynamoStore.from_env`, :func:`open_store`):
 - ``DYNAMODB_TABLE``: the table; when unset, :func:`open_store` starts an embedded moto endpoint;
 - ``DYNAMODB_ENDPOINT_URL``: optional endpoint (DynamoDB Local, moto, ...);
 - ``AWS_REGION`` / ``AWS_DEFAULT_REGION``: region (``us-east-1`` when neither is set);
-- ``RETENTION_DAYS``: days before stored responses and conversations expire (default 30).
+- ``RETENTION_DAYS``: days before stored responses and conversations expire (default 30);
+- ``DYNAMODB_MAX_ATTEMPTS``: botocore attempts per call, retries included (default 4);
+- ``DYNAMODB_READ_TIMEOUT``: seconds an attempt waits for DynamoDB's answer (default 10).
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ from responses_gateway.store.base import (
     UsageEntry,
 )
 from responses_gateway.store.meter import UnitMeter
-from responses_gateway.store.table import make_client
+from responses_gateway.store.table import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_READ_TIMEOUT,
+    make_client,
+)
 
 if TYPE_CHECKING:
     from responses_gateway.store.local import LocalDynamo
@@ -87,7 +93,10 @@ class DynamoStore:
         if not table:
             raise ConfigError("DYNAMODB_TABLE is not set")
         client = make_client(
-            endpoint_url=env.get("DYNAMODB_ENDPOINT_URL") or None, region=_region(env)
+            endpoint_url=env.get("DYNAMODB_ENDPOINT_URL") or None,
+            region=_region(env),
+            max_attempts=_positive(env, "DYNAMODB_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
+            read_timeout=float(_positive(env, "DYNAMODB_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)),
         )
         return cls(client, table, retention_days=retention_days_from_env(env))
 
@@ -135,9 +144,14 @@ class DynamoStore:
         return await self._conversations.delete(tenant, conversation_id)
 
     async def append_items(
-        self, tenant: str, conversation_id: str, items: list[dict[str, Any]]
+        self,
+        tenant: str,
+        conversation_id: str,
+        items: list[dict[str, Any]],
+        *,
+        once_key: str | None = None,
     ) -> None:
-        await self._conversations.append(tenant, conversation_id, items)
+        await self._conversations.append(tenant, conversation_id, items, once_key=once_key)
 
     async def list_items(
         self,
@@ -239,6 +253,19 @@ class DynamoStore:
 
 def _region(env: Mapping[str, str]) -> str:
     return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return int(default)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive whole number, got {raw!r}")
+    return value
 
 
 def retention_days_from_env(env: Mapping[str, str]) -> int:
