@@ -273,8 +273,20 @@ class SqliteStore:
         clock: Callable[[], float] = time.time,
         readers: int = 4,
         busy_timeout: float = 30.0,
-        purge_interval: float = 600.0,
+        purge_interval: float | None = 600.0,
     ) -> None:
+        """Open (creating it if needed) the database at ``path``.
+
+        Args:
+            path: the database file (its directory is created), or ``:memory:``.
+            retention_days: days a record lives when it does not say (``expires_at``).
+            clock: Unix seconds now (injected by tests).
+            readers: reader threads (each with its own connection) for a file.
+            busy_timeout: seconds a write waits for another process's write lock.
+            purge_interval: expired rows are deleted when the store opens and after a write
+                once this many seconds have passed since the last purge; None: only by
+                :meth:`purge_expired`.
+        """
         if retention_days < 1:
             raise ValueError("retention_days must be at least 1")
         self.path = str(path)
@@ -282,7 +294,7 @@ class SqliteStore:
         self._retention = retention_days * _DAY
         self._clock = clock
         self._purge_interval = purge_interval
-        self._next_purge = 0.0
+        self._next_purge = 0.0 if purge_interval is not None else float("inf")
         memory = self.path == MEMORY
         if not memory:
             Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -330,7 +342,8 @@ class SqliteStore:
                 raise
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the SQLite database {self.path}: {exc}") from exc
-        self._purge_now(conn)
+        if self._purge_interval is not None:
+            self._purge_now(conn)
 
     def close(self) -> None:
         """Finish the calls in flight, then close every connection."""
@@ -365,7 +378,8 @@ class SqliteStore:
                 removed += cursor.rowcount
                 if cursor.rowcount < _PURGE_BATCH:
                     break
-        self._next_purge = time.monotonic() + self._purge_interval
+        if self._purge_interval is not None:
+            self._next_purge = time.monotonic() + self._purge_interval
         return removed
 
     async def purge_expired(self) -> int:
