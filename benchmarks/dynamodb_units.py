@@ -18,6 +18,8 @@ Operations:
   at depth 100;
 - ``input_items page``: ``GET /v1/responses/{id}/input_items`` (one ``get_response``; paging is
   done in memory);
+- ``item_reference lookup``: the one ``get_items`` read a create with 3 (or 100) ``item_reference``
+  items outside its context makes; ``delete response``: a delete, its item index included;
 - extras: a 5 MB-input create and its read, a conversation append and a conversation read;
 - background mode: a checkpoint write of a typical loop state (``put_checkpoint``), one batch of
   8 SSE frames logged (``append_events``), a replay of 40 logged events plus the terminal
@@ -161,6 +163,18 @@ async def run(store: DynamoStore) -> dict[str, dict[str, Any]]:
         store, lambda: store.get_response(TENANT, "resp_new_100")
     )
     rows["input_items page"] = await measure(store, lambda: store.get_response(TENANT, "resp_root"))
+    references = ["rs_resp_root", "fc_resp_root", "msg_resp_root"]
+    rows["item_reference lookup (3 items)"] = await measure(
+        store, lambda: store.get_items(TENANT, references)
+    )
+    many = [f"{kind}_{rid}" for rid in ids for kind in ("rs", "fc", "msg")][:100]
+    rows["item_reference lookup (100 items)"] = await measure(
+        store, lambda: store.get_items(TENANT, many)
+    )
+    await store.put_response(typical_record("resp_doomed", []))
+    rows["delete response (4 indexed items)"] = await measure(
+        store, lambda: store.delete_response(TENANT, "resp_doomed")
+    )
     image = "data:image/png;base64," + base64.b64encode(os.urandom(3_750_000)).decode()
     rows["create stored, 5 MB input"] = await measure(
         store, lambda: store.put_response(typical_record("resp_big", [], extra_input=image))

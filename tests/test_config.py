@@ -108,3 +108,29 @@ def test_provider_repr_never_shows_the_key() -> None:
 def test_parse_config_invalid_raises_config_error(providers: list[object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_config({"providers": providers})
+
+
+def test_chat_provider_options_default_off_and_parse() -> None:
+    config = parse_config(
+        {
+            "providers": [
+                {"name": "plain", "base_url": "http://a/v1", "models": ["a"]},
+                {
+                    "name": "vllm",
+                    "base_url": "http://b/v1",
+                    "models": ["b"],
+                    "send_reasoning_content": True,
+                    "send_verbosity": True,
+                },
+            ]
+        }
+    )
+    plain, vllm = config.providers
+    assert (plain.send_reasoning_content, plain.send_verbosity) == (False, False)
+    assert (vllm.send_reasoning_content, vllm.send_verbosity) == (True, True)
+
+
+@pytest.mark.parametrize("key", ["send_reasoning_content", "send_verbosity"])
+def test_chat_provider_options_must_be_booleans(key: str) -> None:
+    with pytest.raises(ConfigError, match=f"{key} must be true or false"):
+        parse_config({"providers": [{"name": "p", "base_url": "http://a/v1", key: "yes"}]})

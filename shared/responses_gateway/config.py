@@ -69,6 +69,11 @@ class Provider:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     timeout: float = 600.0
     """Seconds to wait for upstream bytes (read timeout)."""
+    send_reasoning_content: bool = False
+    """Chat wire: replay reasoning as ``reasoning_content`` on assistant messages (servers whose
+    templates render it: vLLM, SGLang, llama.cpp with reasoning parsers)."""
+    send_verbosity: bool = False
+    """Chat wire: send ``text.verbosity`` as ``verbosity`` (servers that accept it)."""
 
     @property
     def catch_all(self) -> bool:
@@ -196,7 +201,16 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         default=bool(raw.get("default", False)),
         headers={str(k): str(v) for k, v in headers.items()},
         timeout=float(raw.get("timeout", 600.0)),
+        send_reasoning_content=_flag(raw, "send_reasoning_content", name),
+        send_verbosity=_flag(raw, "send_verbosity", name),
     )
+
+
+def _flag(raw: Mapping[str, Any], key: str, name: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"provider {name!r}: {key} must be true or false")
+    return value
 
 
 def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> GatewayConfig:

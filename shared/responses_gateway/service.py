@@ -29,8 +29,10 @@ from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
     plan_approvals,
     prepare_input,
+    reference_ids,
     to_model_items,
 )
+from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
 from responses_gateway.protocol.request import (
@@ -194,6 +196,7 @@ class Gateway:
             tools=self._gateway_tools(tools, [*state.control_items, *state.output]),
             max_tool_calls=self.max_tool_calls,
             persist=persist if persist is not None else self.persister_for(tenant, run),
+            tenant=tenant,
         )
 
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
@@ -254,10 +257,15 @@ class Gateway:
                 code="unsupported_parameter",
             )
         provider, upstream_model = self.config.route(request.model)
+        raw_input = request_input(request)
+        opened = open_client_reasoning(raw_input, tenant)
         context = await self.load_context(
             tenant, request.previous_response_id, request.conversation
         )
-        prepared = prepare_input(request_input(request), context_ids=context.item_ids)
+        context_ids = context.item_ids
+        wanted = [i for i in reference_ids(raw_input) if i not in context_ids]
+        resolved = await self.store.get_items(tenant, wanted) if wanted else {}
+        prepared = prepare_input(raw_input, context_ids=context_ids, resolved=resolved)
         approved = plan_approvals(context.history, prepared.items)
         if not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
@@ -271,7 +279,9 @@ class Gateway:
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
-            upstream_input=to_model_items(context.history + prepared.items),
+            upstream_input=to_model_items(
+                restore_reasoning(context.history + prepared.items, tenant, opened)
+            ),
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
             next_action=decide_start(approved),
@@ -284,6 +294,7 @@ class Gateway:
             ),
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(tenant, prepared.items, context, request.store is not False),
+            tenant=tenant,
         )
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)

@@ -36,6 +36,16 @@ EXECUTION_ARNS = (
 )
 API_FUNCTIONS = {"StreamingFunction", "BufferedFunction"}
 UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction"}
+SEALING_SECRET_ARN = {
+    "Fn::If": [
+        "GenerateSealingKeys",
+        {"Ref": "SealingKeysSecret"},
+        {
+            "Fn::Sub": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:"
+            "secret:${SealingKeysSecretName}-??????"
+        },
+    ]
+}
 """The functions that call the upstream model (and so read its key)."""
 STREAMING_ROUTES = {("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}")}
 LWA_LAYER = re.compile(
@@ -275,6 +285,14 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
                 assert name.removesuffix("Role") in UPSTREAM_CALLERS
                 assert condition == "HasKeyParameter"
                 assert "UpstreamApiKeyParameterName" in json.dumps(resources)
+            elif actions == ["secretsmanager:GetSecretValue"] and "Sealing" in json.dumps(
+                resources
+            ):
+                assert name.removesuffix("Role") in UPSTREAM_CALLERS  # they seal and unseal
+                assert condition is None
+                assert resources == [
+                    {"Fn::Sub": ["${secretArn}", {"secretArn": SEALING_SECRET_ARN}]}
+                ], name
             elif actions == ["secretsmanager:GetSecretValue"]:
                 assert name.removesuffix("Role") in UPSTREAM_CALLERS
                 assert condition == "HasKeySecret"

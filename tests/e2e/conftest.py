@@ -41,6 +41,8 @@ UPSTREAM_KEY = "sk-upstream-secret-key"
 
 MODELS = {"chat": "scripted-chat", "responses": "scripted-responses", "harmony": "scripted-harmony"}
 """The model name that routes to each wire format."""
+CHAT_REPLAY_MODEL = "scripted-chat-replay"
+"""A chat provider with ``send_reasoning_content`` and ``send_verbosity`` on."""
 
 
 TABLE = "responses-gateway-e2e"
@@ -185,6 +187,15 @@ def stack(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                     "api": "harmony",
                     "api_key": UPSTREAM_KEY,
                     "models": [MODELS["harmony"]],
+                },
+                {
+                    "name": "chat-replay",  # a chat server that takes reasoning_content/verbosity
+                    "base_url": base,
+                    "api": "chat",
+                    "api_key": UPSTREAM_KEY,
+                    "models": [CHAT_REPLAY_MODEL],
+                    "send_reasoning_content": True,
+                    "send_verbosity": True,
                 },
                 {
                     "name": "auto",

@@ -541,7 +541,7 @@ async def test_delete_response_other_tenant_keeps_background_items(
 
     assert await store.delete_response(f"{tenant}-other", RESPONSE) is False
 
-    assert stored_rows(store, tenant) == 2  # the record and the batch
+    assert stored_rows(store, tenant) == 3  # the record, its input item's index entry, the batch
     assert await store.read_events(tenant, RESPONSE, -1) == EventRead(numbered(0, 2), None)
 
 

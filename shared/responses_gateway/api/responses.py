@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
+from responses_gateway.api.encoding import read_body
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
@@ -53,7 +54,7 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 @router.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
-    run = await gateway.prepare(await request.body(), tenant_of(request))
+    run = await gateway.prepare(await read_body(request), tenant_of(request))
     timing = timing_of(request)
     if run.background:
         queued = await start_background(gateway, run)
@@ -78,7 +79,7 @@ async def create_response(request: Request) -> Response:
 async def count_input_tokens(request: Request) -> dict[str, Any]:
     """An estimate of the input tokens a create with this body would send (about 4 characters
     per token over the transcript, instructions and tools): no upstream is called."""
-    data = parse_json(await request.body())
+    data = parse_json(await read_body(request))
     if not isinstance(data, dict):
         raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
     if data.get("previous_response_id") and data.get("conversation"):

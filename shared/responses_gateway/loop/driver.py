@@ -31,6 +31,7 @@ from responses_gateway.loop.events import (
 )
 from responses_gateway.loop.output import OutputWriter, snapshot
 from responses_gateway.loop.prepared import model_transcript
+from responses_gateway.loop.reasoning import ReasoningPolicy
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import (
     CallLlm,
@@ -92,6 +93,8 @@ class LoopContext:
     writer: OutputWriter | None = None
     """The writer of the model call in progress (so a cancellation can close its items)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    tenant: str = "local"
+    """Whose response this is (sealed reasoning is bound to it)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
@@ -196,7 +199,8 @@ def decide_start(approved: tuple[str, ...]) -> NextAction:
 
 
 async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
-    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
+    policy = ReasoningPolicy.of(state.request, state.include, ctx.tenant, ctx.adapter.wire)
+    writer = ctx.writer = OutputWriter(state, sink, ctx.tools, policy)
     try:
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)

@@ -105,7 +105,21 @@ class ResponseStore(Protocol):
         ...
 
     async def delete_response(self, tenant: str, response_id: str) -> bool:
-        """Delete a record; False when there was none (or it had expired)."""
+        """Delete a record; False when there was none (or it had expired). Its items stop
+        resolving through :meth:`get_items` before the record itself disappears."""
+        ...
+
+    async def get_items(self, tenant: str, item_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Stored items by id, for ``item_reference``: any input or output item of any live
+        stored response of ``tenant``, whatever chain or conversation it belongs to.
+
+        One bounded, strongly consistent read however many ids (DynamoDB: one BatchGetItem of
+        index items, 100 keys per request, requests in parallel; a second read only for items
+        over 350 KB). Returns ``{id: item}`` for the ids found, each item exactly as stored;
+        ids unknown, of another tenant, of a deleted response or expired are left out. When an
+        id occurs in several responses (clients resend history with ids), the item of the
+        latest stored of them is returned. Duplicate ids are looked up once.
+        """
         ...
 
 

@@ -103,6 +103,9 @@ class DynamoStore:
     async def get_responses(self, tenant: str, response_ids: list[str]) -> list[StoredResponse]:
         return await self._responses.get_many(tenant, response_ids)
 
+    async def get_items(self, tenant: str, item_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return await self._responses.get_items(tenant, item_ids)
+
     async def delete_response(self, tenant: str, response_id: str) -> bool:
         """Delete META (the commit point) and its chunks, then purge the response's background
         items, best effort (what is left is unreachable and expires)."""

@@ -89,6 +89,18 @@ CREATE TABLE responses (
 );
 CREATE INDEX responses_expiry ON responses (expires_at);
 
+CREATE TABLE response_items (
+    tenant TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, item_id)
+);
+CREATE INDEX response_items_by_response ON response_items (tenant, response_id);
+CREATE INDEX response_items_expiry ON response_items (expires_at);
+
 CREATE TABLE conversations (
     tenant TEXT NOT NULL,
     id TEXT NOT NULL,
@@ -164,6 +176,7 @@ CREATE INDEX journal_expiry ON journal (expires_at);
 
 _TABLES = (
     "responses",
+    "response_items",
     "conversations",
     "conversation_items",
     "checkpoints",
@@ -469,6 +482,20 @@ class SqliteStore:
                 record.conversation_id,
             ),
         )
+        # The item index (item_reference): the latest stored occurrence of an id wins.
+        by_id = {
+            str(i["id"]): i
+            for i in [*record.input_items, *record.output]
+            if isinstance(i.get("id"), str) and i.get("id")
+        }
+        conn.executemany(
+            "INSERT OR REPLACE INTO response_items (tenant, item_id, response_id, expires_at, "
+            "body, enc) VALUES (?,?,?,?,?,?)",
+            [
+                (record.tenant, item_id, record.id, expires, *_blob(item))
+                for item_id, item in by_id.items()
+            ],
+        )
 
     async def get_response(self, tenant: str, response_id: str) -> StoredResponse | None:
         found = await self._read("get_response", self._get_responses, tenant, [response_id], True)
@@ -523,8 +550,30 @@ class SqliteStore:
         }
         return [records[i] for i in ids if i in records]
 
+    async def get_items(self, tenant: str, item_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Stored items by id (``item_reference``): one read of the item index by primary key."""
+        wanted = list(dict.fromkeys(item_ids))
+        if not wanted:
+            return {}
+        return await self._read("get_items", self._get_items, tenant, wanted)
+
+    def _get_items(
+        self, conn: sqlite3.Connection, tenant: str, wanted: list[str]
+    ) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for part in _groups(wanted, _IN_CLAUSE):
+            marks = ",".join("?" * len(part))
+            for item_id, body, enc in conn.execute(
+                "SELECT item_id, body, enc FROM response_items "
+                f"WHERE tenant = ? AND item_id IN ({marks}) AND expires_at > ?",
+                (tenant, *part, self._now()),
+            ):
+                found[item_id] = _value(body, enc)
+        return {i: found[i] for i in wanted if i in found}
+
     async def delete_response(self, tenant: str, response_id: str) -> bool:
-        """Delete the record and every background row of the response, in one transaction."""
+        """Delete the record, its item index entries and every background row of the response,
+        in one transaction."""
         return await self._write("delete_response", self._delete_response, tenant, response_id)
 
     def _delete_response(self, conn: sqlite3.Connection, tenant: str, response_id: str) -> bool:
@@ -533,6 +582,8 @@ class SqliteStore:
             "SELECT expires_at FROM responses WHERE tenant = ? AND id = ?", key
         ).fetchone()
         conn.execute("DELETE FROM responses WHERE tenant = ? AND id = ?", key)
+        # Entries a later response re-used point at that one, and stay.
+        conn.execute("DELETE FROM response_items WHERE tenant = ? AND response_id = ?", key)
         for table in _BACKGROUND_TABLES:
             conn.execute(
                 f"DELETE FROM {table} WHERE tenant = ? AND response_id = ?", (tenant, response_id)
