@@ -6,9 +6,9 @@ environment. The item layouts live in ``_responses.py`` and ``_conversations.py`
 mechanics (batching, retries, metering, error mapping) in ``_calls.py``; the key design is written
 up in ``DESIGN.md``. It must not know about HTTP, the API's error envelopes or the agent loop.
 
-Environment (:meth:`DynamoStore.from_env`, :func:`open_store`):
+Environment (:meth:`DynamoStore.from_env`):
 
-- ``DYNAMODB_TABLE``: the table; when unset, :func:`open_store` starts an embedded moto endpoint;
+- ``DYNAMODB_TABLE``: the table (``store.select`` decides which store a local run uses);
 - ``DYNAMODB_ENDPOINT_URL``: optional endpoint (DynamoDB Local, moto, ...);
 - ``AWS_REGION`` / ``AWS_DEFAULT_REGION``: region (``us-east-1`` when neither is set);
 - ``RETENTION_DAYS``: days before stored responses and conversations expire (default 30);
@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from responses_gateway.config import ConfigError
 from responses_gateway.store._background import BackgroundTable
@@ -49,10 +49,13 @@ from responses_gateway.store.table import (
     make_client,
 )
 
-if TYPE_CHECKING:
-    from responses_gateway.store.local import LocalDynamo
-
-__all__ = ["DEFAULT_RETENTION_DAYS", "DynamoStore", "StoreError", "open_store"]
+__all__ = [
+    "DEFAULT_RETENTION_DAYS",
+    "DynamoStore",
+    "StoreError",
+    "region_from_env",
+    "retention_days_from_env",
+]
 
 DEFAULT_RETENTION_DAYS = 30
 _DAY = 86_400
@@ -94,7 +97,7 @@ class DynamoStore:
             raise ConfigError("DYNAMODB_TABLE is not set")
         client = make_client(
             endpoint_url=env.get("DYNAMODB_ENDPOINT_URL") or None,
-            region=_region(env),
+            region=region_from_env(env),
             max_attempts=_positive(env, "DYNAMODB_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
             read_timeout=float(_positive(env, "DYNAMODB_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)),
         )
@@ -251,7 +254,7 @@ class DynamoStore:
         return await self._ledger.get_limits(tenant)
 
 
-def _region(env: Mapping[str, str]) -> str:
+def region_from_env(env: Mapping[str, str]) -> str:
     return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
 
 
@@ -279,19 +282,3 @@ def retention_days_from_env(env: Mapping[str, str]) -> int:
     if days < 1:
         raise ConfigError(f"RETENTION_DAYS must be a whole number of days >= 1, got {raw!r}")
     return days
-
-
-def open_store(env: Mapping[str, str] | None = None) -> tuple[DynamoStore, LocalDynamo | None]:
-    """The store the environment asks for, and the embedded endpoint started for it (if any).
-
-    With ``DYNAMODB_TABLE`` set: :meth:`DynamoStore.from_env`, and None. Otherwise an embedded
-    moto endpoint with the table created (stop it with ``local.stop()`` at shutdown).
-    """
-    env = os.environ if env is None else env
-    if env.get("DYNAMODB_TABLE"):
-        return DynamoStore.from_env(env), None
-    from responses_gateway.store.local import start_local_dynamodb
-
-    local = start_local_dynamodb(region=_region(env))
-    store = DynamoStore(local.client, local.table_name, retention_days=retention_days_from_env(env))
-    return store, local

@@ -1,0 +1,1153 @@
+"""The embedded SQLite implementation of :class:`~responses_gateway.store.base.Store`.
+
+Owns one database file (stdlib ``sqlite3``, WAL mode): its schema and schema version, the
+connections and the threads they run on, and every access pattern of the interface. Semantics are
+the DynamoDB store's (``dynamo.py``): strongly consistent reads, conditional writes for
+checkpoints, terminal claims and the tool-call journal, batch reads, retention (expired rows read
+as gone at once and are purged in the background of later writes), tenant isolation and the same
+item and page ordering. The layout is written up in ``DESIGN.md`` ("SQLite store").
+
+Threads: every SQLite call runs on the store's own threads, never on the event loop. Writes go
+through **one writer thread** (one connection; each write is one ``BEGIN IMMEDIATE`` transaction,
+so a conditional write reads and writes under the file's write lock), reads through a small pool
+of reader threads (one connection each; WAL lets them read while the writer writes). A ``:memory:``
+database has a single connection, so there reads share the writer thread. Several processes may
+open the same file: SQLite's file locks serialize their writers (``busy_timeout``).
+
+It must not know about HTTP, the API's error envelopes or the agent loop. It never logs record
+contents (user data).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from responses_gateway.store._calls import StoreError
+from responses_gateway.store._codec import decode_json, encode_json
+from responses_gateway.store._responses import chain_digest
+from responses_gateway.store.base import (
+    Checkpoint,
+    CheckpointConflict,
+    Conversation,
+    EventRead,
+    ItemPage,
+    StoredResponse,
+    Terminal,
+)
+
+__all__ = [
+    "MEMORY",
+    "SCHEMA_VERSION",
+    "DatabaseVersionError",
+    "SqliteStore",
+]
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+MEMORY = ":memory:"
+"""The path of a private, in-memory database (tests)."""
+
+SCHEMA_VERSION = 1
+"""The layout version, kept in the file as ``PRAGMA user_version``."""
+
+MAX_SEQUENCE = 9_999_999_999
+"""The largest event sequence number (as the DynamoDB store)."""
+
+_DAY = 86_400
+_IN_CLAUSE = 500
+"""Ids per ``IN (...)`` of a batch read."""
+_PURGE_BATCH = 500
+"""Rows deleted per purge transaction (keeps each write lock short)."""
+
+_SCHEMA = """
+CREATE TABLE responses (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    depth INTEGER NOT NULL,
+    prev TEXT,
+    digest TEXT NOT NULL,
+    chain BLOB,
+    conversation_id TEXT,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX responses_expiry ON responses (expires_at);
+
+CREATE TABLE response_items (
+    tenant TEXT NOT NULL,
+    item_id TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, item_id)
+);
+CREATE INDEX response_items_by_response ON response_items (tenant, response_id);
+CREATE INDEX response_items_expiry ON response_items (expires_at);
+
+CREATE TABLE conversations (
+    tenant TEXT NOT NULL,
+    id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    next_seq INTEGER NOT NULL,
+    PRIMARY KEY (tenant, id)
+);
+CREATE INDEX conversations_expiry ON conversations (expires_at);
+
+CREATE TABLE conversation_items (
+    tenant TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    item_id TEXT,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, conversation_id, seq)
+);
+CREATE INDEX conversation_items_by_id ON conversation_items (tenant, conversation_id, item_id, seq);
+CREATE INDEX conversation_items_expiry ON conversation_items (expires_at);
+
+CREATE TABLE checkpoints (
+    tenant TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    version INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
+    cancel INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, response_id)
+);
+CREATE INDEX checkpoints_expiry ON checkpoints (expires_at);
+
+CREATE TABLE events (
+    tenant TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    last_seq INTEGER NOT NULL,
+    first_seq INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, response_id, last_seq)
+);
+CREATE INDEX events_expiry ON events (expires_at);
+
+CREATE TABLE terminals (
+    tenant TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, response_id)
+);
+CREATE INDEX terminals_expiry ON terminals (expires_at);
+
+CREATE TABLE journal (
+    tenant TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    call_id TEXT NOT NULL,
+    state TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB,
+    enc TEXT,
+    PRIMARY KEY (tenant, response_id, call_id)
+);
+CREATE INDEX journal_expiry ON journal (expires_at);
+"""
+
+_TABLES = (
+    "responses",
+    "response_items",
+    "conversations",
+    "conversation_items",
+    "checkpoints",
+    "events",
+    "terminals",
+    "journal",
+)
+"""Every table: each has ``expires_at`` (indexed) and is purged of expired rows."""
+
+_BACKGROUND_TABLES = ("checkpoints", "events", "terminals", "journal")
+"""Tables keyed by (tenant, response_id): a response's background rows."""
+
+_MIGRATIONS: dict[int, str] = {}
+"""SQL that upgrades a file from schema version N to N + 1 (none yet: version 1 is the first)."""
+
+
+class DatabaseVersionError(StoreError):
+    """The database file was written with another schema version than this gateway's."""
+
+
+def _version_error(path: str, found: int) -> DatabaseVersionError:
+    if found > SCHEMA_VERSION:
+        return DatabaseVersionError(
+            f"the database {path} has schema version {found}, written by a newer "
+            f"responses-gateway; this one reads version {SCHEMA_VERSION}. Upgrade the gateway, "
+            "or point GATEWAY_DB_PATH (--db) at another file."
+        )
+    return DatabaseVersionError(
+        f"the database {path} has schema version {found} and needs migrating to version "
+        f"{SCHEMA_VERSION}, but this gateway has no migration from version {found}. Move the "
+        "file aside (or point GATEWAY_DB_PATH / --db at a new file) to start empty, or open it "
+        "with the gateway release that wrote it to export what you need."
+    )
+
+
+def _blob(value: Any) -> tuple[bytes, str]:
+    return encode_json(value)
+
+
+def _value(body: bytes, enc: str) -> Any:
+    try:
+        return decode_json(bytes(body), enc)
+    except ValueError as exc:
+        raise StoreError(f"a stored record is unreadable: {exc}") from exc
+
+
+def _extend_digest(digest: str, response_id: str) -> str:
+    """``chain_digest(c + [response_id])`` from ``digest = chain_digest(c)``."""
+    return hashlib.blake2b(f"{digest}\x00{response_id}".encode(), digest_size=16).hexdigest()
+
+
+def _fencing_version(checkpoint: Checkpoint, expected_version: int | None) -> None:
+    wanted = 0 if expected_version is None else expected_version + 1
+    if checkpoint.version != wanted:
+        raise ValueError(
+            f"checkpoint version {checkpoint.version} does not follow expected version "
+            f"{expected_version} (it must be {wanted})"
+        )
+
+
+class _Connections:
+    """One connection per thread of this store, all opened with the same settings."""
+
+    def __init__(self, path: str, busy_timeout: float) -> None:
+        self.path = path
+        self._busy_timeout = busy_timeout
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._all: list[sqlite3.Connection] = []
+
+    def get(self, *, read_only: bool = False) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = sqlite3.connect(
+                self.path,
+                timeout=self._busy_timeout,
+                isolation_level=None,  # transactions are explicit (BEGIN ... COMMIT)
+                check_same_thread=False,  # used by one thread; closed by the owner at the end
+            )
+            conn.execute("PRAGMA synchronous = NORMAL")
+            if read_only:
+                conn.execute("PRAGMA query_only = 1")
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    def close_all(self) -> None:
+        with self._lock:
+            conns, self._all = self._all, []
+        for conn in conns:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                _log.warning("could not close a SQLite connection", exc_info=True)
+
+
+class SqliteStore:
+    """Stored responses, conversations and background-mode state in one SQLite file (see
+    DESIGN.md, "SQLite store")."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] = MEMORY,
+        *,
+        retention_days: int = 30,
+        clock: Callable[[], float] = time.time,
+        readers: int = 4,
+        busy_timeout: float = 30.0,
+        purge_interval: float | None = 600.0,
+    ) -> None:
+        """Open (creating it if needed) the database at ``path``.
+
+        Args:
+            path: the database file (its directory is created), or ``:memory:``.
+            retention_days: days a record lives when it does not say (``expires_at``).
+            clock: Unix seconds now (injected by tests).
+            readers: reader threads (each with its own connection) for a file.
+            busy_timeout: seconds a write waits for another process's write lock.
+            purge_interval: expired rows are deleted when the store opens and after a write
+                once this many seconds have passed since the last purge; None: only by
+                :meth:`purge_expired`.
+        """
+        if retention_days < 1:
+            raise ValueError("retention_days must be at least 1")
+        self.path = str(path)
+        self.retention_days = retention_days
+        self._retention = retention_days * _DAY
+        self._clock = clock
+        self._purge_interval = purge_interval
+        self._next_purge = 0.0 if purge_interval is not None else float("inf")
+        memory = self.path == MEMORY
+        if not memory:
+            Path(self.path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+            self.path = str(Path(self.path).expanduser())
+        self._connections = _Connections(self.path, busy_timeout)
+        self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-write")
+        self._readers = (
+            self._writer
+            if memory
+            else ThreadPoolExecutor(max_workers=max(1, readers), thread_name_prefix="sqlite-read")
+        )
+        self._read_only = not memory
+        try:
+            self._writer.submit(self._open).result()
+        except BaseException:
+            self.close()
+            raise
+
+    # Opening, closing, purging
+
+    def _open(self) -> None:
+        conn = self._connections.get()
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                found = int(conn.execute("PRAGMA user_version").fetchone()[0])
+                if found == 0:
+                    for statement in _SCHEMA.split(";"):
+                        if statement.strip():
+                            conn.execute(statement)
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                elif found != SCHEMA_VERSION:
+                    while found < SCHEMA_VERSION and found in _MIGRATIONS:
+                        for statement in _MIGRATIONS[found].split(";"):
+                            if statement.strip():
+                                conn.execute(statement)
+                        found += 1
+                        conn.execute(f"PRAGMA user_version = {found}")
+                    if found != SCHEMA_VERSION:
+                        raise _version_error(self.path, found)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the SQLite database {self.path}: {exc}") from exc
+        if self._purge_interval is not None:
+            self._purge_now(conn)
+
+    def close(self) -> None:
+        """Finish the calls in flight, then close every connection."""
+        self._writer.shutdown(wait=True)
+        if self._readers is not self._writer:
+            self._readers.shutdown(wait=True)
+        self._connections.close_all()
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def _expires(self) -> int:
+        return self._now() + self._retention
+
+    def _purge_now(self, conn: sqlite3.Connection) -> int:
+        """Delete expired rows, a batch per transaction; returns how many went."""
+        now = self._now()
+        removed = 0
+        for table in _TABLES:
+            while True:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    cursor = conn.execute(
+                        f"DELETE FROM {table} WHERE rowid IN (SELECT rowid FROM {table} "
+                        "WHERE expires_at <= ? LIMIT ?)",
+                        (now, _PURGE_BATCH),
+                    )
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                removed += cursor.rowcount
+                if cursor.rowcount < _PURGE_BATCH:
+                    break
+        if self._purge_interval is not None:
+            self._next_purge = time.monotonic() + self._purge_interval
+        return removed
+
+    async def purge_expired(self) -> int:
+        """Delete every expired row now (it also happens on its own, at most every
+        ``purge_interval`` seconds, after a write); returns how many rows went."""
+        return await self._run(self._writer, "purge_expired", self._purge_now)
+
+    # Running calls on the store's threads
+
+    async def _run(
+        self,
+        executor: ThreadPoolExecutor,
+        op: str,
+        fn: Callable[..., T],
+        *args: Any,
+    ) -> T:
+        read_only = executor is not self._writer and self._read_only
+
+        def call() -> T:
+            conn = self._connections.get(read_only=read_only)
+            try:
+                return fn(conn, *args)
+            except sqlite3.Error as exc:
+                raise StoreError(f"SQLite failed during {op}: {type(exc).__name__}") from exc
+
+        return await asyncio.get_running_loop().run_in_executor(executor, call)
+
+    async def _read(self, op: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, *args)`` in one read transaction (one consistent snapshot)."""
+
+        def snapshot(conn: sqlite3.Connection, *inner: Any) -> T:
+            conn.execute("BEGIN")
+            try:
+                return fn(conn, *inner)
+            finally:
+                conn.execute("COMMIT")
+
+        return await self._run(self._readers, op, snapshot, *args)
+
+    async def _write(self, op: str, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, *args)`` in one ``BEGIN IMMEDIATE`` transaction, committed when it returns
+        and rolled back when it raises."""
+
+        def transaction(conn: sqlite3.Connection, *inner: Any) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn, *inner)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            if time.monotonic() >= self._next_purge:
+                try:
+                    self._purge_now(conn)
+                except sqlite3.Error:
+                    _log.warning("could not purge expired rows; will retry", exc_info=True)
+            return result
+
+        return await self._run(self._writer, op, transaction, *args)
+
+    # Stored responses
+
+    async def put_response(self, record: StoredResponse) -> None:
+        await self._write("put_response", self._put_response, record)
+
+    def _put_response(self, conn: sqlite3.Connection, record: StoredResponse) -> None:
+        created = record.response.get("created_at")
+        created = int(created) if isinstance(created, int | float) else self._now()
+        expires = record.expires_at or created + self._retention
+        body, enc = _blob({"response": record.response, "input_items": record.input_items})
+        chain = record.chain
+        chain_blob = json.dumps(chain[:-1]).encode() if len(chain) > 1 else None
+        conn.execute(
+            "INSERT OR REPLACE INTO responses (tenant, id, created_at, expires_at, body, enc, "
+            "depth, prev, digest, chain, conversation_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                record.tenant,
+                record.id,
+                created,
+                expires,
+                body,
+                enc,
+                len(chain),
+                chain[-1] if chain else None,
+                chain_digest(chain),
+                chain_blob,
+                record.conversation_id,
+            ),
+        )
+        # The item index (item_reference): the latest stored occurrence of an id wins.
+        by_id = {
+            str(i["id"]): i
+            for i in [*record.input_items, *record.output]
+            if isinstance(i.get("id"), str) and i.get("id")
+        }
+        conn.executemany(
+            "INSERT OR REPLACE INTO response_items (tenant, item_id, response_id, expires_at, "
+            "body, enc) VALUES (?,?,?,?,?,?)",
+            [
+                (record.tenant, item_id, record.id, expires, *_blob(item))
+                for item_id, item in by_id.items()
+            ],
+        )
+
+    async def get_response(self, tenant: str, response_id: str) -> StoredResponse | None:
+        found = await self._read("get_response", self._get_responses, tenant, [response_id], True)
+        return found[0] if found else None
+
+    async def get_responses(self, tenant: str, response_ids: list[str]) -> list[StoredResponse]:
+        if not response_ids:
+            return []
+        return await self._read("get_responses", self._get_responses, tenant, response_ids, False)
+
+    def _get_responses(
+        self, conn: sqlite3.Connection, tenant: str, ids: list[str], with_chains: bool
+    ) -> list[StoredResponse]:
+        wanted = list(dict.fromkeys(ids))
+        now = self._now()
+        rows: dict[str, tuple[Any, ...]] = {}
+        for part in _groups(wanted, _IN_CLAUSE):
+            marks = ",".join("?" * len(part))
+            columns = "id, expires_at, body, enc, depth, prev, digest, conversation_id"
+            if with_chains:
+                columns += ", chain"
+            for row in conn.execute(
+                f"SELECT {columns} FROM responses WHERE tenant = ? AND id IN ({marks}) "
+                "AND expires_at > ?",
+                (tenant, *part, now),
+            ):
+                rows[row[0]] = row
+        chains = _stored_chains(rows) if with_chains else _derive_chains(rows)
+        missing = [i for i in rows if i not in chains]
+        for part in _groups(missing, _IN_CLAUSE):
+            marks = ",".join("?" * len(part))
+            partial = {
+                row[0]: (*rows[row[0]], row[1])
+                for row in conn.execute(
+                    f"SELECT id, chain FROM responses WHERE tenant = ? AND id IN ({marks})",
+                    (tenant, *part),
+                )
+                if row[0] in rows
+            }
+            chains.update(_stored_chains(partial))
+        records = {
+            rid: StoredResponse(
+                tenant=tenant,
+                id=rid,
+                **_decoded_body(row[2], row[3]),
+                chain=chains[rid],
+                conversation_id=row[7],
+                expires_at=int(row[1]),
+            )
+            for rid, row in rows.items()
+            if rid in chains
+        }
+        return [records[i] for i in ids if i in records]
+
+    async def get_items(self, tenant: str, item_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Stored items by id (``item_reference``): one read of the item index by primary key."""
+        wanted = list(dict.fromkeys(item_ids))
+        if not wanted:
+            return {}
+        return await self._read("get_items", self._get_items, tenant, wanted)
+
+    def _get_items(
+        self, conn: sqlite3.Connection, tenant: str, wanted: list[str]
+    ) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for part in _groups(wanted, _IN_CLAUSE):
+            marks = ",".join("?" * len(part))
+            for item_id, body, enc in conn.execute(
+                "SELECT item_id, body, enc FROM response_items "
+                f"WHERE tenant = ? AND item_id IN ({marks}) AND expires_at > ?",
+                (tenant, *part, self._now()),
+            ):
+                found[item_id] = _value(body, enc)
+        return {i: found[i] for i in wanted if i in found}
+
+    async def delete_response(self, tenant: str, response_id: str) -> bool:
+        """Delete the record, its item index entries and every background row of the response,
+        in one transaction."""
+        return await self._write("delete_response", self._delete_response, tenant, response_id)
+
+    def _delete_response(self, conn: sqlite3.Connection, tenant: str, response_id: str) -> bool:
+        key = (tenant, response_id)
+        row = conn.execute(
+            "SELECT expires_at FROM responses WHERE tenant = ? AND id = ?", key
+        ).fetchone()
+        conn.execute("DELETE FROM responses WHERE tenant = ? AND id = ?", key)
+        # Entries a later response re-used point at that one, and stay.
+        conn.execute("DELETE FROM response_items WHERE tenant = ? AND response_id = ?", key)
+        for table in _BACKGROUND_TABLES:
+            conn.execute(
+                f"DELETE FROM {table} WHERE tenant = ? AND response_id = ?", (tenant, response_id)
+            )
+        return row is not None and int(row[0]) > self._now()
+
+    # Conversations
+
+    async def create_conversation(
+        self, conversation: Conversation, items: list[dict[str, Any]]
+    ) -> None:
+        encoded = [(_item_id(item), *_blob(item)) for item in items]
+        await self._write("create_conversation", self._create_conversation, conversation, encoded)
+
+    def _create_conversation(
+        self,
+        conn: sqlite3.Connection,
+        conversation: Conversation,
+        encoded: list[tuple[str | None, bytes, str]],
+    ) -> None:
+        key = (conversation.tenant, conversation.id)
+        existing = conn.execute(
+            "SELECT expires_at FROM conversations WHERE tenant = ? AND id = ?", key
+        ).fetchone()
+        if existing is not None:
+            if int(existing[0]) > self._now():
+                raise StoreError(f"conversation {conversation.id} already exists")
+            _delete_conversation_rows(conn, *key)
+        expires = conversation.expires_at or conversation.created_at + self._retention
+        conn.execute(
+            "INSERT INTO conversations (tenant, id, created_at, expires_at, metadata, next_seq) "
+            "VALUES (?,?,?,?,?,?)",
+            (*key, conversation.created_at, expires, json.dumps(conversation.metadata), 0),
+        )
+        _insert_items(conn, *key, 0, expires, encoded)
+
+    async def get_conversation(self, tenant: str, conversation_id: str) -> Conversation | None:
+        return await self._read("get_conversation", self._conversation, tenant, conversation_id)
+
+    def _conversation(
+        self, conn: sqlite3.Connection, tenant: str, conversation_id: str
+    ) -> Conversation | None:
+        row = conn.execute(
+            "SELECT created_at, expires_at, metadata FROM conversations "
+            "WHERE tenant = ? AND id = ? AND expires_at > ?",
+            (tenant, conversation_id, self._now()),
+        ).fetchone()
+        if row is None:
+            return None
+        return Conversation(
+            tenant=tenant,
+            id=conversation_id,
+            created_at=int(row[0]),
+            metadata=json.loads(row[2]),
+            expires_at=int(row[1]),
+        )
+
+    async def update_conversation(
+        self, tenant: str, conversation_id: str, metadata: dict[str, str]
+    ) -> Conversation | None:
+        return await self._write(
+            "update_conversation", self._update_conversation, tenant, conversation_id, metadata
+        )
+
+    def _update_conversation(
+        self, conn: sqlite3.Connection, tenant: str, conversation_id: str, metadata: dict[str, str]
+    ) -> Conversation | None:
+        conn.execute(
+            "UPDATE conversations SET metadata = ? WHERE tenant = ? AND id = ? AND expires_at > ?",
+            (json.dumps(metadata), tenant, conversation_id, self._now()),
+        )
+        return self._conversation(conn, tenant, conversation_id)
+
+    async def delete_conversation(self, tenant: str, conversation_id: str) -> bool:
+        return await self._write(
+            "delete_conversation", self._delete_conversation, tenant, conversation_id
+        )
+
+    def _delete_conversation(
+        self, conn: sqlite3.Connection, tenant: str, conversation_id: str
+    ) -> bool:
+        expires = _delete_conversation_rows(conn, tenant, conversation_id)
+        return expires is not None and expires > self._now()
+
+    async def append_items(
+        self, tenant: str, conversation_id: str, items: list[dict[str, Any]]
+    ) -> None:
+        encoded = [(_item_id(item), *_blob(item)) for item in items]
+        await self._write("append_items", self._append_items, tenant, conversation_id, encoded)
+
+    def _append_items(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        conversation_id: str,
+        encoded: list[tuple[str | None, bytes, str]],
+    ) -> None:
+        row = conn.execute(
+            "SELECT next_seq, expires_at FROM conversations "
+            "WHERE tenant = ? AND id = ? AND expires_at > ?",
+            (tenant, conversation_id, self._now()),
+        ).fetchone()
+        if row is None:
+            raise LookupError(f"conversation {conversation_id} not found")
+        start, expires = int(row[0]), int(row[1])
+        _insert_items(conn, tenant, conversation_id, start, expires, encoded)
+
+    async def list_items(
+        self,
+        tenant: str,
+        conversation_id: str,
+        *,
+        after: str | None = None,
+        limit: int = 20,
+        order: Literal["asc", "desc"] = "desc",
+    ) -> ItemPage:
+        """A page of items; raises ``LookupError`` when the conversation or ``after`` is unknown."""
+        return await self._read(
+            "list_items", self._list_items, tenant, conversation_id, after, max(1, limit), order
+        )
+
+    def _list_items(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        conversation_id: str,
+        after: str | None,
+        limit: int,
+        order: Literal["asc", "desc"],
+    ) -> ItemPage:
+        self._require_conversation(conn, tenant, conversation_id)
+        forward = order == "asc"
+        bound = -1 if forward else MAX_SEQUENCE * 1000
+        if after is not None:
+            found = _latest_seq(conn, tenant, conversation_id, after)
+            if found is None:
+                raise LookupError(f"item {after} not found in conversation {conversation_id}")
+            bound = found
+        compare, direction = (">", "ASC") if forward else ("<", "DESC")
+        rows = conn.execute(
+            "SELECT body, enc FROM conversation_items WHERE tenant = ? AND conversation_id = ? "
+            f"AND seq {compare} ? ORDER BY seq {direction} LIMIT ?",
+            (tenant, conversation_id, bound, limit + 1),
+        ).fetchall()
+        items = [_value(body, enc) for body, enc in rows]
+        return ItemPage(data=items[:limit], has_more=len(items) > limit)
+
+    async def all_items(self, tenant: str, conversation_id: str) -> list[dict[str, Any]]:
+        """Every item, oldest first; raises ``LookupError`` when the conversation is unknown."""
+        return await self._read("all_items", self._all_items, tenant, conversation_id)
+
+    def _all_items(
+        self, conn: sqlite3.Connection, tenant: str, conversation_id: str
+    ) -> list[dict[str, Any]]:
+        self._require_conversation(conn, tenant, conversation_id)
+        rows = conn.execute(
+            "SELECT body, enc FROM conversation_items WHERE tenant = ? AND conversation_id = ? "
+            "ORDER BY seq",
+            (tenant, conversation_id),
+        )
+        return [_value(body, enc) for body, enc in rows]
+
+    async def get_item(
+        self, tenant: str, conversation_id: str, item_id: str
+    ) -> dict[str, Any] | None:
+        return await self._read("get_item", self._get_item, tenant, conversation_id, item_id)
+
+    def _get_item(
+        self, conn: sqlite3.Connection, tenant: str, conversation_id: str, item_id: str
+    ) -> dict[str, Any] | None:
+        if self._conversation(conn, tenant, conversation_id) is None:
+            return None
+        row = conn.execute(
+            "SELECT body, enc FROM conversation_items WHERE tenant = ? AND conversation_id = ? "
+            "AND item_id = ? ORDER BY seq DESC LIMIT 1",
+            (tenant, conversation_id, item_id),
+        ).fetchone()
+        return None if row is None else dict(_value(row[0], row[1]))
+
+    async def delete_item(self, tenant: str, conversation_id: str, item_id: str) -> bool:
+        return await self._write("delete_item", self._delete_item, tenant, conversation_id, item_id)
+
+    def _delete_item(
+        self, conn: sqlite3.Connection, tenant: str, conversation_id: str, item_id: str
+    ) -> bool:
+        if self._conversation(conn, tenant, conversation_id) is None:
+            return False
+        seq = _latest_seq(conn, tenant, conversation_id, item_id)
+        if seq is None:
+            return False
+        conn.execute(
+            "DELETE FROM conversation_items WHERE tenant = ? AND conversation_id = ? AND seq = ?",
+            (tenant, conversation_id, seq),
+        )
+        return True
+
+    def _require_conversation(
+        self, conn: sqlite3.Connection, tenant: str, conversation_id: str
+    ) -> None:
+        if self._conversation(conn, tenant, conversation_id) is None:
+            raise LookupError(f"conversation {conversation_id} not found")
+
+    # Background responses: checkpoint
+
+    async def put_checkpoint(self, checkpoint: Checkpoint, *, expected_version: int | None) -> None:
+        """Raises ``CheckpointConflict`` when fenced out, ``ValueError`` when
+        ``checkpoint.version`` is not ``expected_version + 1`` (0 for the first write)."""
+        _fencing_version(checkpoint, expected_version)
+        await self._write("put_checkpoint", self._put_checkpoint, checkpoint, expected_version)
+
+    def _put_checkpoint(
+        self, conn: sqlite3.Connection, checkpoint: Checkpoint, expected_version: int | None
+    ) -> None:
+        key = (checkpoint.tenant, checkpoint.response_id)
+        row = conn.execute(
+            "SELECT version, cancel FROM checkpoints "
+            "WHERE tenant = ? AND response_id = ? AND expires_at > ?",
+            (*key, self._now()),
+        ).fetchone()
+        if expected_version is None:
+            allowed = row is None
+        else:
+            allowed = row is not None and int(row[0]) == expected_version and not row[1]
+        if not allowed:
+            raise CheckpointConflict(
+                f"checkpoint of {checkpoint.response_id} was advanced or cancelled"
+            )
+        body, enc = _blob({"state": checkpoint.state, "run": checkpoint.run})
+        conn.execute(
+            "INSERT OR REPLACE INTO checkpoints (tenant, response_id, version, seq, cancel, "
+            "expires_at, body, enc) VALUES (?,?,?,?,0,?,?,?)",
+            (
+                *key,
+                checkpoint.version,
+                checkpoint.seq,
+                checkpoint.expires_at or self._expires(),
+                body,
+                enc,
+            ),
+        )
+
+    async def get_checkpoint(self, tenant: str, response_id: str) -> Checkpoint | None:
+        return await self._read("get_checkpoint", self._get_checkpoint, tenant, response_id)
+
+    def _get_checkpoint(
+        self, conn: sqlite3.Connection, tenant: str, response_id: str
+    ) -> Checkpoint | None:
+        row = conn.execute(
+            "SELECT version, seq, cancel, expires_at, body, enc FROM checkpoints "
+            "WHERE tenant = ? AND response_id = ? AND expires_at > ?",
+            (tenant, response_id, self._now()),
+        ).fetchone()
+        if row is None:
+            return None
+        data = _value(row[4], row[5])
+        return Checkpoint(
+            tenant=tenant,
+            response_id=response_id,
+            version=int(row[0]),
+            seq=int(row[1]),
+            state=data["state"],
+            run=data["run"],
+            cancel_requested=bool(row[2]),
+            expires_at=int(row[3]),
+        )
+
+    async def request_cancel(self, tenant: str, response_id: str) -> bool:
+        return await self._write("request_cancel", self._request_cancel, tenant, response_id)
+
+    def _request_cancel(self, conn: sqlite3.Connection, tenant: str, response_id: str) -> bool:
+        cursor = conn.execute(
+            "UPDATE checkpoints SET cancel = 1 "
+            "WHERE tenant = ? AND response_id = ? AND expires_at > ?",
+            (tenant, response_id, self._now()),
+        )
+        return cursor.rowcount > 0
+
+    async def cancel_requested(self, tenant: str, response_id: str) -> bool:
+        return await self._read("cancel_requested", self._cancel_requested, tenant, response_id)
+
+    def _cancel_requested(self, conn: sqlite3.Connection, tenant: str, response_id: str) -> bool:
+        row = conn.execute(
+            "SELECT cancel FROM checkpoints "
+            "WHERE tenant = ? AND response_id = ? AND expires_at > ?",
+            (tenant, response_id, self._now()),
+        ).fetchone()
+        return row is not None and bool(row[0])
+
+    # Background responses: event log
+
+    async def append_events(
+        self, tenant: str, response_id: str, first_seq: int, frames: list[str]
+    ) -> None:
+        if not frames:
+            return
+        last = first_seq + len(frames) - 1
+        if first_seq < 0 or last > MAX_SEQUENCE:
+            raise ValueError(f"sequence numbers must be within 0..{MAX_SEQUENCE}")
+        await self._write(
+            "append_events", self._append_events, tenant, response_id, first_seq, frames
+        )
+
+    def _append_events(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        response_id: str,
+        first_seq: int,
+        frames: list[str],
+    ) -> None:
+        body, enc = _blob(frames)
+        conn.execute(
+            "INSERT OR REPLACE INTO events (tenant, response_id, last_seq, first_seq, "
+            "expires_at, body, enc) VALUES (?,?,?,?,?,?,?)",
+            (
+                tenant,
+                response_id,
+                first_seq + len(frames) - 1,
+                first_seq,
+                self._expires(),
+                body,
+                enc,
+            ),
+        )
+
+    async def read_events(self, tenant: str, response_id: str, after: int) -> EventRead:
+        return await self._read(
+            "read_events", self._read_events, tenant, response_id, max(after, -1)
+        )
+
+    def _read_events(
+        self, conn: sqlite3.Connection, tenant: str, response_id: str, after: int
+    ) -> EventRead:
+        now = self._now()
+        terminal = self._terminal(conn, tenant, response_id)
+        frames: dict[int, str] = {}
+        for first, body, enc in conn.execute(
+            "SELECT first_seq, body, enc FROM events WHERE tenant = ? AND response_id = ? "
+            "AND last_seq > ? AND expires_at > ? ORDER BY last_seq",
+            (tenant, response_id, after, now),
+        ):
+            for offset, frame in enumerate(_value(body, enc)):
+                frames[int(first) + offset] = frame
+        end = terminal.sequence_number if terminal is not None else MAX_SEQUENCE + 1
+        events = [(seq, frames[seq]) for seq in sorted(frames) if after < seq < end]
+        return EventRead(events=events, terminal=terminal)
+
+    async def last_event_seq(self, tenant: str, response_id: str) -> int:
+        return await self._read("last_event_seq", self._last_event_seq, tenant, response_id)
+
+    def _last_event_seq(self, conn: sqlite3.Connection, tenant: str, response_id: str) -> int:
+        row = conn.execute(
+            "SELECT last_seq, expires_at FROM events WHERE tenant = ? AND response_id = ? "
+            "ORDER BY last_seq DESC LIMIT 1",
+            (tenant, response_id),
+        ).fetchone()
+        # As the DynamoDB store: batches are written in sequence order, so when the highest has
+        # expired every batch below it has too.
+        if row is None or int(row[1]) <= self._now():
+            return -1
+        return int(row[0])
+
+    async def truncate_events(self, tenant: str, response_id: str, from_seq: int) -> None:
+        from_seq = max(from_seq, 0)
+        if from_seq > MAX_SEQUENCE:
+            return
+        await self._write("truncate_events", self._truncate_events, tenant, response_id, from_seq)
+
+    def _truncate_events(
+        self, conn: sqlite3.Connection, tenant: str, response_id: str, from_seq: int
+    ) -> None:
+        conn.execute(
+            "DELETE FROM events WHERE tenant = ? AND response_id = ? AND last_seq >= ?",
+            (tenant, response_id, from_seq),
+        )
+
+    # Background responses: terminal
+
+    async def claim_terminal(
+        self, tenant: str, response_id: str, terminal: Terminal
+    ) -> Terminal | None:
+        return await self._write(
+            "claim_terminal", self._claim_terminal, tenant, response_id, terminal
+        )
+
+    def _claim_terminal(
+        self, conn: sqlite3.Connection, tenant: str, response_id: str, terminal: Terminal
+    ) -> Terminal | None:
+        winner = self._terminal(conn, tenant, response_id)
+        if winner is not None:
+            return winner
+        body, enc = _blob({"frame": terminal.frame, "response": terminal.response})
+        conn.execute(
+            "INSERT OR REPLACE INTO terminals (tenant, response_id, seq, expires_at, body, enc) "
+            "VALUES (?,?,?,?,?,?)",
+            (tenant, response_id, terminal.sequence_number, self._expires(), body, enc),
+        )
+        return None
+
+    async def get_terminal(self, tenant: str, response_id: str) -> Terminal | None:
+        return await self._read("get_terminal", self._terminal, tenant, response_id)
+
+    def _terminal(self, conn: sqlite3.Connection, tenant: str, response_id: str) -> Terminal | None:
+        row = conn.execute(
+            "SELECT seq, body, enc FROM terminals "
+            "WHERE tenant = ? AND response_id = ? AND expires_at > ?",
+            (tenant, response_id, self._now()),
+        ).fetchone()
+        if row is None:
+            return None
+        data = _value(row[1], row[2])
+        return Terminal(int(row[0]), data["frame"], data["response"])
+
+    # Background responses: tool-call journal
+
+    async def journal_start(
+        self, tenant: str, response_id: str, call_id: str
+    ) -> dict[str, Any] | None:
+        return await self._write("journal_start", self._journal_start, tenant, response_id, call_id)
+
+    def _journal_start(
+        self, conn: sqlite3.Connection, tenant: str, response_id: str, call_id: str
+    ) -> dict[str, Any] | None:
+        row = conn.execute(
+            "SELECT state, body, enc FROM journal WHERE tenant = ? AND response_id = ? "
+            "AND call_id = ? AND expires_at > ?",
+            (tenant, response_id, call_id, self._now()),
+        ).fetchone()
+        if row is not None:
+            if row[0] != "finished":
+                return {"state": str(row[0])}
+            return {"state": "finished", "outcome": _value(row[1], row[2])}
+        conn.execute(
+            "INSERT OR REPLACE INTO journal (tenant, response_id, call_id, state, expires_at) "
+            "VALUES (?,?,?,'started',?)",
+            (tenant, response_id, call_id, self._expires()),
+        )
+        return None
+
+    async def journal_finish(
+        self, tenant: str, response_id: str, call_id: str, outcome: dict[str, Any]
+    ) -> None:
+        await self._write(
+            "journal_finish", self._journal_finish, tenant, response_id, call_id, outcome
+        )
+
+    def _journal_finish(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        response_id: str,
+        call_id: str,
+        outcome: dict[str, Any],
+    ) -> None:
+        body, enc = _blob(outcome)
+        conn.execute(
+            "INSERT OR REPLACE INTO journal (tenant, response_id, call_id, state, expires_at, "
+            "body, enc) VALUES (?,?,?,'finished',?,?,?)",
+            (tenant, response_id, call_id, self._expires(), body, enc),
+        )
+
+
+# Helpers (run on the store's threads)
+
+
+def _groups(values: Sequence[T], size: int) -> Iterable[Sequence[T]]:
+    return (values[i : i + size] for i in range(0, len(values), size))
+
+
+def _item_id(item: dict[str, Any]) -> str | None:
+    return str(item["id"]) if item.get("id") else None
+
+
+def _decoded_body(body: bytes, enc: str) -> dict[str, Any]:
+    data = _value(body, enc)
+    return {"response": data["response"], "input_items": data["input_items"]}
+
+
+def _insert_items(
+    conn: sqlite3.Connection,
+    tenant: str,
+    conversation_id: str,
+    start: int,
+    expires: int,
+    encoded: list[tuple[str | None, bytes, str]],
+) -> None:
+    conn.executemany(
+        "INSERT INTO conversation_items (tenant, conversation_id, seq, item_id, expires_at, "
+        "body, enc) VALUES (?,?,?,?,?,?,?)",
+        [
+            (tenant, conversation_id, seq, item_id, expires, body, enc)
+            for seq, (item_id, body, enc) in enumerate(encoded, start)
+        ],
+    )
+    conn.execute(
+        "UPDATE conversations SET next_seq = ? WHERE tenant = ? AND id = ?",
+        (start + len(encoded), tenant, conversation_id),
+    )
+
+
+def _latest_seq(
+    conn: sqlite3.Connection, tenant: str, conversation_id: str, item_id: str
+) -> int | None:
+    """The sequence number of the latest item with ``item_id`` (a repeated id means the last)."""
+    row = conn.execute(
+        "SELECT MAX(seq) FROM conversation_items "
+        "WHERE tenant = ? AND conversation_id = ? AND item_id = ?",
+        (tenant, conversation_id, item_id),
+    ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _delete_conversation_rows(
+    conn: sqlite3.Connection, tenant: str, conversation_id: str
+) -> int | None:
+    """Delete a conversation and its items; returns its ``expires_at`` (None if there was none)."""
+    key = (tenant, conversation_id)
+    row = conn.execute(
+        "SELECT expires_at FROM conversations WHERE tenant = ? AND id = ?", key
+    ).fetchone()
+    conn.execute("DELETE FROM conversations WHERE tenant = ? AND id = ?", key)
+    conn.execute(
+        "DELETE FROM conversation_items WHERE tenant = ? AND conversation_id = ?",
+        (tenant, conversation_id),
+    )
+    return None if row is None else int(row[0])
+
+
+def _stored_chains(rows: dict[str, tuple[Any, ...]]) -> dict[str, list[str]]:
+    """Chains read from the ``chain`` column (the last value of each row)."""
+    chains: dict[str, list[str]] = {}
+    for rid, row in rows.items():
+        depth, prev, stored = int(row[4]), row[5], row[-1]
+        if depth == 0:
+            chains[rid] = []
+        elif depth == 1:
+            chains[rid] = [prev]
+        else:
+            chains[rid] = [*json.loads(stored), prev]
+    return chains
+
+
+def _derive_chains(rows: dict[str, tuple[Any, ...]]) -> dict[str, list[str]]:
+    """Chains known without reading the ``chain`` column: depth 0 and 1, and a record whose
+    previous response is in the same batch with a known chain, checked by the digests (so a
+    chain is only derived when it is exactly the one stored). Reading N ancestors thus reads
+    O(N) bytes, not O(N^2)."""
+    chains: dict[str, list[str]] = {}
+    for rid, row in sorted(rows.items(), key=lambda kv: int(kv[1][4])):
+        depth, prev, digest = int(row[4]), row[5], row[6]
+        if depth == 0:
+            chains[rid] = []
+            continue
+        if depth == 1:
+            prefix, base = [], ""
+        elif prev in chains:
+            prefix, base = chains[prev], rows[prev][6]
+        else:
+            continue
+        if _extend_digest(base, prev) == digest:
+            chains[rid] = [*prefix, prev]
+    return chains
+
+
+def connect_for_inspection(path: str) -> sqlite3.Connection:
+    """A plain connection to a store's file (tests and tools: counting rows, integrity checks)."""
+    return sqlite3.connect(path, isolation_level=None, timeout=30.0)
