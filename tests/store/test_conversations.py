@@ -162,6 +162,56 @@ async def test_append_items_missing_conversation_raises_lookup_error(
         await store.append_items(tenant, "nope", [])
 
 
+async def test_append_items_once_key_appends_a_turn_once(store: Store, tenant: str) -> None:
+    await new_conversation(store, tenant, [item("first")])
+    turn = [item("q1"), item("a1")]
+
+    await store.append_items(tenant, "conv_1", turn, once_key="resp_1")
+    await store.append_items(tenant, "conv_1", turn, once_key="resp_1")  # a retry
+    await store.append_items(tenant, "conv_1", [item("q2")], once_key="resp_2")
+    await store.append_items(tenant, "conv_1", [item("q3")])  # unkeyed appends always land
+    await store.append_items(tenant, "conv_1", turn, once_key="resp_1")
+
+    assert ids_of(await store.all_items(tenant, "conv_1")) == ["first", "q1", "a1", "q2", "q3"]
+    page = await store.list_items(tenant, "conv_1", order="desc", limit=2)
+    assert (ids_of(page.data), page.has_more) == (["q3", "q2"], True)
+
+
+async def test_append_items_once_key_concurrent_same_key_lands_once(
+    store: Store, tenant: str
+) -> None:
+    await new_conversation(store, tenant)
+    turn = [item("q"), item("a")]
+
+    await asyncio.gather(
+        *(store.append_items(tenant, "conv_1", turn, once_key="resp_1") for _ in range(10))
+    )
+
+    assert ids_of(await store.all_items(tenant, "conv_1")) == ["q", "a"]
+
+
+async def test_append_items_once_key_is_per_conversation_and_tenant(
+    store: Store, tenant: str
+) -> None:
+    await new_conversation(store, tenant, cid="conv_1")
+    await new_conversation(store, tenant, cid="conv_2")
+    await new_conversation(store, f"{tenant}-b", cid="conv_1")
+
+    for t, cid in ((tenant, "conv_1"), (tenant, "conv_2"), (f"{tenant}-b", "conv_1")):
+        await store.append_items(t, cid, [item(f"x_{cid}")], once_key="resp_1")
+
+    assert ids_of(await store.all_items(tenant, "conv_1")) == ["x_conv_1"]
+    assert ids_of(await store.all_items(tenant, "conv_2")) == ["x_conv_2"]
+    assert ids_of(await store.all_items(f"{tenant}-b", "conv_1")) == ["x_conv_1"]
+
+
+async def test_append_items_once_key_missing_conversation_raises_lookup_error(
+    store: Store, tenant: str
+) -> None:
+    with pytest.raises(LookupError):
+        await store.append_items(tenant, "nope", [item("a")], once_key="resp_1")
+
+
 async def test_list_items_asc_pages_with_after_and_has_more(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item(f"i{n}") for n in range(4)])
     await store.append_items(tenant, "conv_1", [item(f"i{n}") for n in range(4, 7)])

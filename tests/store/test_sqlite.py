@@ -7,13 +7,20 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from responses_gateway.store import Conversation, StoredResponse, sqlite as sqlite_module
-from responses_gateway.store.base import Checkpoint, Terminal
+from responses_gateway.store.base import (
+    BudgetLimits,
+    Checkpoint,
+    Terminal,
+    UsageCounts,
+    UsageEntry,
+)
 from responses_gateway.store.sqlite import (
     MEMORY,
     SCHEMA_VERSION,
@@ -51,6 +58,11 @@ def item(item_id: str) -> dict[str, Any]:
 
 def checkpoint(version: int = 0, seq: int = 0) -> Checkpoint:
     return Checkpoint(TENANT, "resp_bg", version, seq, state={"s": version}, run={"r": 1})
+
+
+def usage(response_id: str) -> UsageEntry:
+    counts = UsageCounts(input_tokens=3, output_tokens=4, responses=1, cost_usd=Decimal("0.25"))
+    return UsageEntry(TENANT, response_id, "m1", int(START), "completed", counts, api_key_id="k")
 
 
 def pragma(path: Path, name: str) -> Any:
@@ -162,6 +174,32 @@ async def test_open_older_schema_version_with_migration_upgrades_it(
 
     assert pragma(db, "user_version") == SCHEMA_VERSION + 1
     assert await again.get_response(TENANT, "r1") is not None
+
+
+async def test_open_version_1_file_migrates_it_to_the_ledger_and_keyed_appends(
+    file_store: Any, db: Path
+) -> None:
+    db.parent.mkdir(parents=True)
+    conn = connect_for_inspection(str(db))
+    for statement in sqlite_module._SCHEMA.split(";"):  # the version 1 layout
+        if statement.strip():
+            conn.execute(statement)
+    conn.execute(
+        "INSERT INTO conversations (tenant, id, created_at, expires_at, metadata, next_seq) "
+        "VALUES (?, 'conv_1', ?, ?, '{}', 0)",
+        (TENANT, int(START), int(START) + DAY),
+    )
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+
+    store = file_store()
+
+    assert SCHEMA_VERSION == 2 and pragma(db, "user_version") == 2
+    await store.append_items(TENANT, "conv_1", [item("a")], once_key="resp_1")
+    await store.append_items(TENANT, "conv_1", [item("a")], once_key="resp_1")
+    assert [i["id"] for i in await store.all_items(TENANT, "conv_1")] == ["a"]
+    assert await store.record_usage(usage("u1")) is True
+    assert (await store.get_spend(TENANT, int(START))).day_tokens == 7
 
 
 async def test_memory_store_keeps_state_for_its_lifetime(clock: FakeClock) -> None:
@@ -331,6 +369,17 @@ async def test_every_request_path_statement_uses_an_index_never_a_scan(
     await store.get_terminal(TENANT, "resp_bg")
     await store.journal_start(TENANT, "resp_bg", "c1")
     await store.journal_finish(TENANT, "resp_bg", "c1", {"output": "x"})
+    await store.append_items(TENANT, "conv_1", [item("d")], once_key="resp_k")
+    await store.append_items(TENANT, "conv_1", [item("d")], once_key="resp_k")
+    await store.record_usage(usage("u1"))
+    await store.record_usage(usage("u1"))
+    await store.record_usage(usage("u2"))
+    await store.read_usage(int(START) - 3600, int(START) + DAY)
+    await store.get_usage_entry(TENANT, "u1")
+    await store.put_budget(TENANT, BudgetLimits(daily_tokens=5))
+    await store.get_budget(TENANT)
+    await store.get_spend(TENANT, int(START))
+    await store.put_budget(TENANT, None)
     await store.delete_response(TENANT, "r1")
     await store.delete_conversation(TENANT, "conv_1")
     await store.purge_expired()

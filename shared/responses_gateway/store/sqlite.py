@@ -30,20 +30,35 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from responses_gateway.store._calls import StoreError
 from responses_gateway.store._codec import decode_json, encode_json
+from responses_gateway.store._ledger import (
+    _COUNTERS,
+    _LIMITS,
+    LEDGER_RETENTION_DAYS,
+    MAX_USAGE_DAYS,
+    _entry_json,
+    _entry_of,
+)
 from responses_gateway.store._responses import chain_digest
 from responses_gateway.store.base import (
+    BudgetLimits,
     Checkpoint,
     CheckpointConflict,
     Conversation,
     EventRead,
     ItemPage,
     StoredResponse,
+    TenantSpend,
     Terminal,
+    UsageBucket,
+    UsageCounts,
+    UsageEntry,
 )
 
 __all__ = [
@@ -60,7 +75,7 @@ T = TypeVar("T")
 MEMORY = ":memory:"
 """The path of a private, in-memory database (tests)."""
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The layout version, kept in the file as ``PRAGMA user_version``."""
 
 MAX_SEQUENCE = 9_999_999_999
@@ -174,6 +189,61 @@ CREATE TABLE journal (
 CREATE INDEX journal_expiry ON journal (expires_at);
 """
 
+_SCHEMA_2 = """
+CREATE TABLE conversation_once (
+    tenant TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    once_key TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, conversation_id, once_key)
+);
+CREATE INDEX conversation_once_expiry ON conversation_once (expires_at);
+
+CREATE TABLE usage_entries (
+    tenant TEXT NOT NULL,
+    response_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, response_id)
+);
+CREATE INDEX usage_entries_expiry ON usage_entries (expires_at);
+
+CREATE TABLE usage_hours (
+    hour_start INTEGER NOT NULL,
+    tenant TEXT NOT NULL,
+    model TEXT NOT NULL,
+    api_key TEXT NOT NULL,
+    input_tokens INTEGER NOT NULL,
+    cached_tokens INTEGER NOT NULL,
+    output_tokens INTEGER NOT NULL,
+    reasoning_tokens INTEGER NOT NULL,
+    model_calls INTEGER NOT NULL,
+    tool_calls INTEGER NOT NULL,
+    responses INTEGER NOT NULL,
+    cost TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (hour_start, tenant, model, api_key)
+);
+CREATE INDEX usage_hours_expiry ON usage_hours (expires_at);
+
+CREATE TABLE usage_totals (
+    tenant TEXT NOT NULL,
+    period TEXT NOT NULL,
+    tokens INTEGER NOT NULL,
+    cost TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (tenant, period)
+);
+CREATE INDEX usage_totals_expiry ON usage_totals (expires_at);
+
+CREATE TABLE budgets (
+    tenant TEXT NOT NULL PRIMARY KEY,
+    limits TEXT NOT NULL
+);
+"""
+"""Version 2: keyed conversation appends and the usage ledger (additive: new tables only)."""
+
 _TABLES = (
     "responses",
     "response_items",
@@ -183,14 +253,18 @@ _TABLES = (
     "events",
     "terminals",
     "journal",
+    "conversation_once",
+    "usage_entries",
+    "usage_hours",
+    "usage_totals",
 )
-"""Every table: each has ``expires_at`` (indexed) and is purged of expired rows."""
+"""Every table but ``budgets``: each has ``expires_at`` (indexed) and is purged of expired rows."""
 
 _BACKGROUND_TABLES = ("checkpoints", "events", "terminals", "journal")
 """Tables keyed by (tenant, response_id): a response's background rows."""
 
-_MIGRATIONS: dict[int, str] = {}
-"""SQL that upgrades a file from schema version N to N + 1 (none yet: version 1 is the first)."""
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_2}
+"""SQL that upgrades a file from schema version N to N + 1."""
 
 
 class DatabaseVersionError(StoreError):
@@ -336,7 +410,7 @@ class SqliteStore:
             try:
                 found = int(conn.execute("PRAGMA user_version").fetchone()[0])
                 if found == 0:
-                    for statement in _SCHEMA.split(";"):
+                    for statement in (_SCHEMA + _SCHEMA_2).split(";"):
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -669,10 +743,19 @@ class SqliteStore:
         return expires is not None and expires > self._now()
 
     async def append_items(
-        self, tenant: str, conversation_id: str, items: list[dict[str, Any]]
+        self,
+        tenant: str,
+        conversation_id: str,
+        items: list[dict[str, Any]],
+        *,
+        once_key: str | None = None,
     ) -> None:
+        """Append in one transaction; with ``once_key``, nothing happens when the marker
+        ``(conversation, once_key)`` exists, else the items and the marker are inserted."""
         encoded = [(_item_id(item), *_blob(item)) for item in items]
-        await self._write("append_items", self._append_items, tenant, conversation_id, encoded)
+        await self._write(
+            "append_items", self._append_items, tenant, conversation_id, encoded, once_key
+        )
 
     def _append_items(
         self,
@@ -680,6 +763,7 @@ class SqliteStore:
         tenant: str,
         conversation_id: str,
         encoded: list[tuple[str | None, bytes, str]],
+        once_key: str | None,
     ) -> None:
         row = conn.execute(
             "SELECT next_seq, expires_at FROM conversations "
@@ -688,7 +772,17 @@ class SqliteStore:
         ).fetchone()
         if row is None:
             raise LookupError(f"conversation {conversation_id} not found")
+        if not encoded:
+            return
         start, expires = int(row[0]), int(row[1])
+        if once_key is not None:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO conversation_once (tenant, conversation_id, once_key, "
+                "expires_at) VALUES (?,?,?,?)",
+                (tenant, conversation_id, once_key, expires),
+            )
+            if cursor.rowcount == 0:  # appended already (the marker commits with the items)
+                return
         _insert_items(conn, tenant, conversation_id, start, expires, encoded)
 
     async def list_items(
@@ -1045,8 +1139,175 @@ class SqliteStore:
             (tenant, response_id, call_id, self._expires(), body, enc),
         )
 
+    # Usage ledger and budgets
+
+    async def record_usage(self, entry: UsageEntry) -> bool:
+        """One transaction: insert the response's entry (the idempotency marker) if absent,
+        and only then add to its hour row and its tenant's day and month totals."""
+        body, enc = _blob(_entry_json(entry))
+        return await self._write("record_usage", self._record_usage, entry, body, enc)
+
+    def _record_usage(
+        self, conn: sqlite3.Connection, entry: UsageEntry, body: bytes, enc: str
+    ) -> bool:
+        now = self._now()
+        # An expired marker is gone (as a read says): replace it and count again.
+        conn.execute(
+            "DELETE FROM usage_entries WHERE tenant = ? AND response_id = ? AND expires_at <= ?",
+            (entry.tenant, entry.response_id, now),
+        )
+        cursor = conn.execute(
+            "INSERT OR IGNORE INTO usage_entries (tenant, response_id, expires_at, body, enc) "
+            "VALUES (?,?,?,?,?)",
+            (entry.tenant, entry.response_id, now + self._retention, body, enc),
+        )
+        if cursor.rowcount == 0:
+            return False
+        counts = entry.counts
+        keep = now + LEDGER_RETENTION_DAYS * _DAY
+        hour_key = (
+            entry.ended_at - entry.ended_at % 3600,
+            entry.tenant,
+            entry.model,
+            entry.api_key_id,
+        )
+        columns = [name for _, name in _COUNTERS]
+        row = conn.execute(
+            f"SELECT {', '.join(columns)}, cost, expires_at FROM usage_hours "
+            "WHERE hour_start = ? AND tenant = ? AND model = ? AND api_key = ?",
+            hour_key,
+        ).fetchone()
+        live = row is not None and int(row[-1]) > now
+        added = [
+            (int(row[i]) if live else 0) + getattr(counts, name) for i, name in enumerate(columns)
+        ]
+        cost = (Decimal(row[len(columns)]) if live else Decimal(0)) + counts.cost_usd
+        conn.execute(
+            f"INSERT OR REPLACE INTO usage_hours (hour_start, tenant, model, api_key, "
+            f"{', '.join(columns)}, cost, expires_at) "
+            f"VALUES ({','.join('?' * (len(columns) + 6))})",
+            (*hour_key, *added, _decimal_text(cost), keep),
+        )
+        moment = datetime.fromtimestamp(entry.ended_at, UTC)
+        for period in (f"D#{moment:%Y-%m-%d}", f"M#{moment:%Y-%m}"):
+            total = conn.execute(
+                "SELECT tokens, cost, expires_at FROM usage_totals WHERE tenant = ? AND period = ?",
+                (entry.tenant, period),
+            ).fetchone()
+            alive = total is not None and int(total[2]) > now
+            tokens = (int(total[0]) if alive else 0) + counts.total_tokens
+            spent = (Decimal(total[1]) if alive else Decimal(0)) + counts.cost_usd
+            conn.execute(
+                "INSERT OR REPLACE INTO usage_totals (tenant, period, tokens, cost, expires_at) "
+                "VALUES (?,?,?,?,?)",
+                (entry.tenant, period, tokens, _decimal_text(spent), keep),
+            )
+        return True
+
+    async def read_usage(self, start: int, end: int) -> list[UsageBucket]:
+        """Raises ``ValueError`` when the range covers more than ``MAX_USAGE_DAYS`` UTC days."""
+        if end <= start:
+            return []
+        first = start - start % _DAY
+        if -(-(end - first) // _DAY) > MAX_USAGE_DAYS:
+            raise ValueError(f"a usage read covers at most {MAX_USAGE_DAYS} days")
+        return await self._read("read_usage", self._read_usage, start, end)
+
+    def _read_usage(self, conn: sqlite3.Connection, start: int, end: int) -> list[UsageBucket]:
+        columns = [name for _, name in _COUNTERS]
+        buckets: list[UsageBucket] = []
+        for row in conn.execute(
+            f"SELECT hour_start, tenant, model, api_key, {', '.join(columns)}, cost "
+            "FROM usage_hours WHERE hour_start >= ? AND hour_start < ? AND expires_at > ?",
+            (start, end, self._now()),
+        ):
+            counts = UsageCounts(cost_usd=Decimal(row[-1]))
+            for offset, name in enumerate(columns, 4):
+                setattr(counts, name, int(row[offset]))
+            buckets.append(
+                UsageBucket(
+                    hour_start=int(row[0]),
+                    tenant=row[1],
+                    model=row[2],
+                    api_key_id=row[3],
+                    counts=counts,
+                )
+            )
+        return buckets
+
+    async def get_usage_entry(self, tenant: str, response_id: str) -> UsageEntry | None:
+        return await self._read("get_usage_entry", self._usage_entry, tenant, response_id)
+
+    def _usage_entry(
+        self, conn: sqlite3.Connection, tenant: str, response_id: str
+    ) -> UsageEntry | None:
+        row = conn.execute(
+            "SELECT body, enc FROM usage_entries "
+            "WHERE tenant = ? AND response_id = ? AND expires_at > ?",
+            (tenant, response_id, self._now()),
+        ).fetchone()
+        return None if row is None else _entry_of(_value(row[0], row[1]))
+
+    async def get_spend(self, tenant: str, now: int) -> TenantSpend:
+        return await self._read("get_spend", self._spend, tenant, now)
+
+    def _spend(self, conn: sqlite3.Connection, tenant: str, now: int) -> TenantSpend:
+        moment = datetime.fromtimestamp(now, UTC)
+        totals: list[tuple[int, Decimal]] = []
+        for period in (f"D#{moment:%Y-%m-%d}", f"M#{moment:%Y-%m}"):
+            row = conn.execute(
+                "SELECT tokens, cost FROM usage_totals "
+                "WHERE tenant = ? AND period = ? AND expires_at > ?",
+                (tenant, period, self._now()),
+            ).fetchone()
+            totals.append((0, Decimal(0)) if row is None else (int(row[0]), Decimal(row[1])))
+        (day_tokens, day_cost), (month_tokens, month_cost) = totals
+        return TenantSpend(
+            day_tokens=day_tokens,
+            day_cost_usd=day_cost,
+            month_tokens=month_tokens,
+            month_cost_usd=month_cost,
+            limits=self._budget(conn, tenant),
+        )
+
+    async def put_budget(self, tenant: str, limits: BudgetLimits | None) -> None:
+        await self._write("put_budget", self._put_budget, tenant, limits)
+
+    def _put_budget(
+        self, conn: sqlite3.Connection, tenant: str, limits: BudgetLimits | None
+    ) -> None:
+        if limits is None or limits.empty:
+            conn.execute("DELETE FROM budgets WHERE tenant = ?", (tenant,))
+            return
+        values = {
+            name: str(getattr(limits, name))
+            for _, name in _LIMITS
+            if getattr(limits, name) is not None
+        }
+        conn.execute(
+            "INSERT OR REPLACE INTO budgets (tenant, limits) VALUES (?, ?)",
+            (tenant, json.dumps(values)),
+        )
+
+    async def get_budget(self, tenant: str) -> BudgetLimits | None:
+        return await self._read("get_budget", self._budget, tenant)
+
+    def _budget(self, conn: sqlite3.Connection, tenant: str) -> BudgetLimits | None:
+        row = conn.execute("SELECT limits FROM budgets WHERE tenant = ?", (tenant,)).fetchone()
+        if row is None:
+            return None
+        values: dict[str, Any] = {
+            name: Decimal(text) if name.endswith("usd") else int(text)
+            for name, text in json.loads(row[0]).items()
+        }
+        return BudgetLimits(**values)
+
 
 # Helpers (run on the store's threads)
+
+
+def _decimal_text(value: Decimal) -> str:
+    return format(value, "f")
 
 
 def _groups(values: Sequence[T], size: int) -> Iterable[Sequence[T]]:
@@ -1105,10 +1366,11 @@ def _delete_conversation_rows(
         "SELECT expires_at FROM conversations WHERE tenant = ? AND id = ?", key
     ).fetchone()
     conn.execute("DELETE FROM conversations WHERE tenant = ? AND id = ?", key)
-    conn.execute(
-        "DELETE FROM conversation_items WHERE tenant = ? AND conversation_id = ?",
-        (tenant, conversation_id),
-    )
+    for table in ("conversation_items", "conversation_once"):
+        conn.execute(
+            f"DELETE FROM {table} WHERE tenant = ? AND conversation_id = ?",
+            (tenant, conversation_id),
+        )
     return None if row is None else int(row[0])
 
 
