@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from responses_gateway.store._calls import ConditionFailed, TableClient
+from responses_gateway.store._calls import WRITE_TOKEN, ConditionFailed, TableClient
 from responses_gateway.store._codec import (
     SCHEMA_ATTR,
     TTL_ATTR,
@@ -119,6 +120,7 @@ class LedgerTable:
             "entry": {"S": json.dumps(_entry_json(entry), separators=(",", ":"))},
             SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
             TTL_ATTR: self._ttl(self._marker_retention),
+            WRITE_TOKEN: {"S": secrets.token_hex(8)},
         }
         row_key = key(
             f"U#{day}",
@@ -179,7 +181,13 @@ class LedgerTable:
         try:
             await self._db.transact_write("record_usage", actions, units)
         except ConditionFailed:
-            return False
+            # Counted already, unless the marker holds this call's token: botocore retried a
+            # transaction whose answer was lost after DynamoDB applied it (the retry then fails
+            # its own condition), so the count is ours.
+            current = await self._db.get_item(
+                "record_usage", {"PK": marker["PK"], "SK": marker["SK"]}
+            )
+            return current is not None and current.get(WRITE_TOKEN) == marker[WRITE_TOKEN]
         return True
 
     async def read(self, start: int, end: int) -> list[UsageBucket]:
