@@ -355,6 +355,11 @@ def test_hosted_tool_rejected_under_the_reject_policy(
     assert upstream.model_requests() == []
 
 
+EVERY_RESULT = [
+    "web_search_call.action.sources",
+    "file_search_call.results",
+    "code_interpreter_call.outputs",
+]
 RELAYED: list[RelayedItem] = [
     hosted.web_search_call("ws_1", "weather paris", ["https://example.com"]),
     hosted.image_generation_call("ig_1", ["AAA", "BBB"], "CCC"),
@@ -371,8 +376,9 @@ def test_responses_upstream_items_and_events_are_relayed_exactly(
     client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, relayed: RelayedItem
 ) -> None:
     upstream.push(Turn(relayed_items=[relayed], text="here"))
+    body = {"model": "scripted-responses", "input": "go", "include": EVERY_RESULT}
 
-    _, streamed = _stream(http, {"model": "scripted-responses", "input": "go"})
+    _, streamed = _stream(http, body)
 
     assert streamed["final"]["output"][0] == relayed.done
     own = [e for e in streamed["events"] if e["type"] in {x["type"] for x in relayed.events}]
