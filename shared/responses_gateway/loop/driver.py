@@ -354,6 +354,9 @@ def _outcome_text(outcome: ToolOutcome) -> str:
         return outcome.output or ""
     error = outcome.error
     message = error.get("message") if isinstance(error, dict) else None
+    if message is None and isinstance(error, dict) and isinstance(error.get("content"), list):
+        texts = [str(p.get("text")) for p in error["content"] if isinstance(p, dict)]
+        message = "\n".join(texts) or None
     return f"The tool failed: {message or error}"
 
 
