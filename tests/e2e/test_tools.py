@@ -391,6 +391,36 @@ def test_responses_upstream_items_and_events_are_relayed_exactly(
     assert final.output[0].type == relayed.done["type"]
 
 
+@pytest.mark.parametrize("wire", LOWERED)
+def test_apply_patch_call_cut_off_by_the_model_passes_the_strict_stream_helper(
+    client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    cut = Turn(
+        tool_calls=[ToolCall("apply_patch", '{"type": "create_file", "path": "a.txt"', "call_1")],
+        finish="length",
+    )
+    tools: Any = [{"type": "apply_patch"}]
+    upstream.push(cut)
+
+    _, streamed = _stream(http, {"model": model, "input": "patch", "tools": tools})
+
+    final = streamed["final"]
+    assert (final["status"], final["incomplete_details"]) == (
+        "incomplete",
+        {"reason": "max_output_tokens"},
+    )
+    assert [(i["type"], i["status"]) for i in final["output"]] == [
+        ("apply_patch_call", "in_progress")
+    ]
+
+    upstream.push(cut)
+    with client.responses.stream(model=model, input="patch", tools=tools) as stream:
+        events = list(stream)  # parsed strictly, each event as its SDK type
+    assert events[-1].type == "response.incomplete"
+    output = events[-1].response.output
+    assert [(i.type, i.status) for i in output] == [("apply_patch_call", "in_progress")]
+
+
 # --------------------------------------------------------------------------- tool_search
 
 
