@@ -371,6 +371,13 @@ def test_backed_results_replay_on_later_turns(
             }
         ]
         assert transcript[2]["tool_call_id"] == call["id"]
+    if form == "conversation":  # conversation reads show result fields as include asks
+        listed = api.get(f"/conversations/{conversation}/items", params={"order": "asc"}).json()
+        assert listed["data"][1] == {"id": call["id"], **hosted.item, **hosted.hidden}
+        read = api.get(
+            f"/conversations/{conversation}/items/{call['id']}", params={"include": include}
+        ).json()
+        assert read == {"id": call["id"], **hosted.item}
     stored = api.get(f"/responses/{second['id']}/input_items", params={"order": "asc"}).json()
     if form == "history":
         assert [i["type"] for i in stored["data"]] == ["message", hosted.item["type"], "message",

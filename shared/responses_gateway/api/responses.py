@@ -137,12 +137,17 @@ def _starting_after(request: Request) -> int:
     return value
 
 
+def read_include(request: Request) -> list[str]:
+    """The ``include`` query parameters of a read (``include[]=...`` or ``include=...``)."""
+    return request.query_params.getlist("include[]") + request.query_params.getlist("include")
+
+
 def _shown(response: Any, request: Request) -> Any:
     """A stored response as this read sees it: item result fields only when its ``include``
     query parameters ask for them (the record keeps them for later turns)."""
     if not isinstance(response, dict) or not isinstance(response.get("output"), list):
         return response
-    include = request.query_params.getlist("include[]") + request.query_params.getlist("include")
+    include = read_include(request)
     return {**response, "output": [shown(item, include) for item in response["output"]]}
 
 
