@@ -149,11 +149,18 @@ HOSTED: dict[str, Hosted] = {
             "revised_prompt": "a cat, watercolor",
         },
         hidden={},
-        seen_now=json.dumps({"result": "iVBORw0KGgo=", "revised_prompt": "a cat, watercolor"}),
+        seen_now=json.dumps(
+            {
+                "result": "iVBORw0KGgo=",
+                "revised_prompt": "a cat, watercolor",
+                "partial_images": ["iVBO"],
+            }
+        ),
         seen_later="Image generated (prompt: a cat, watercolor).",
         steps=[
             "response.image_generation_call.in_progress",
             "response.image_generation_call.generating",
+            "response.image_generation_call.partial_image",
             "response.image_generation_call.completed",
         ],
         replayed={"prompt": "a cat, watercolor"},  # the item keeps the revised prompt only
@@ -268,6 +275,9 @@ def test_backed_hosted_tool_streams_openai_item_and_events(
     if name == "code_interpreter":
         delta, done = events[start + 2], events[start + 3]
         assert (delta["delta"], done["code"]) == ("print(1)", "print(1)")
+    if name == "image_generation":
+        partial = events[start + 3]
+        assert (partial["partial_image_index"], partial["partial_image_b64"]) == (0, "iVBO")
     assert backends.log.calls == [hosted.backend]
     first, second = (r.json for r in upstream.model_requests()[-2:])
     assert _offered(first) == [hosted.exposed]

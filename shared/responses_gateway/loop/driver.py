@@ -344,6 +344,8 @@ async def _run_backend(
     state.control_items.append({"type": HOSTED_RESULT, "item_id": item["id"], "output": text})
     if outcome.error is None and kind.backend is not None:
         item.update(kind.backend.result(item, text))
+        for name, data in kind.backend.progress(item, text, index):
+            writer.sink.emit(ItemEvent(name, data))
         name = f"response.{item['type']}.completed"
         writer.sink.emit(ItemEvent(name, {"item_id": item["id"], "output_index": index}))
     writer.finish_call_item(index, "completed" if outcome.error is None else "failed")

@@ -13,8 +13,8 @@ the legacy SSE transport (``/sse``) by :func:`start_mcp_server`, in a uvicorn th
 - ``search``: backends for the hosted tools, all deterministic: ``search(query)`` answers
   web-search-like results with a URL (``web_search``), ``find_files(query)`` a JSON list of one
   file result (``file_search``), ``run_python(code)`` JSON logs, or a tool error when the code
-  contains ``raise`` (``code_interpreter``), ``draw(prompt)`` a JSON base64 image and revised
-  prompt (``image_generation``);
+  contains ``raise`` (``code_interpreter``), ``draw(prompt)`` a JSON base64 image, revised
+  prompt and one partial image (``image_generation``);
 - ``hanging``: ``hang`` never returns until the server stops (or :meth:`HangControl.release`);
 - ``auth_required``: the ``calc`` tools, behind HTTP 401 unless ``Authorization: Bearer
   <MCP_TEST_TOKEN>`` is sent.
@@ -251,7 +251,8 @@ def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MC
         @server.tool(description="Draw an image.")
         def draw(prompt: str) -> str:
             log.record("draw", prompt=prompt)
-            return json.dumps({"result": "iVBORw0KGgo=", "revised_prompt": f"{prompt}, watercolor"})
+            image = {"result": "iVBORw0KGgo=", "revised_prompt": f"{prompt}, watercolor"}
+            return json.dumps({**image, "partial_images": ["iVBO"]})
 
     elif kind == "hanging":
 

@@ -520,8 +520,8 @@ def code_interpreter_result(item: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 def image_generation_result(item: dict[str, Any], text: str) -> dict[str, Any]:
-    """A JSON object ``{"result": b64, "revised_prompt"?: str}`` (or ``b64_json``) maps to the
-    fields; any other text is the base64 image itself."""
+    """A JSON object ``{"result": b64, "revised_prompt"?: str, "partial_images"?: [b64...]}``
+    (or ``b64_json``) maps to the fields; any other text is the base64 image itself."""
     parsed = _json_or_none(text)
     if isinstance(parsed, dict):
         fields: dict[str, Any] = {"result": _string(parsed.get("result") or parsed.get("b64_json"))}
@@ -529,6 +529,25 @@ def image_generation_result(item: dict[str, Any], text: str) -> dict[str, Any]:
             fields["revised_prompt"] = parsed["revised_prompt"]
         return fields
     return {"result": text.strip()}
+
+
+# (call item, the tool's text result, output index) -> events before its .completed
+
+
+def no_progress(item: dict[str, Any], text: str, output_index: int) -> list[Event]:
+    return []
+
+
+def image_generation_progress(item: dict[str, Any], text: str, output_index: int) -> list[Event]:
+    """``partial_image`` events for the ``partial_images`` of a JSON answer."""
+    parsed = _json_or_none(text)
+    partials = _strings(parsed.get("partial_images")) if isinstance(parsed, dict) else []
+    where = {"item_id": item["id"], "output_index": output_index}
+    return [
+        ("response.image_generation_call.partial_image",
+         {**where, "partial_image_index": index, "partial_image_b64": image})
+        for index, image in enumerate(partials)
+    ]  # fmt: skip
 
 
 # a finished hosted call item -> what the model reads as its result (this turn and later ones)

@@ -53,11 +53,13 @@ from responses_gateway.tool_kinds._shapes import (
     image_generation_arguments,
     image_generation_events,
     image_generation_fields,
+    image_generation_progress,
     image_generation_result,
     image_generation_seen,
     in_progress,
     local_shell_fields,
     no_events,
+    no_progress,
     plain_output,
     prompt_of,
     server_search,
@@ -133,6 +135,9 @@ class Backend:
     gated: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """``(include value, field path)``: result fields the client sees only when its
     ``include`` names them (they are stored regardless, for replay)."""
+    progress: Callable[[dict[str, Any], str, int], list[Event]] = no_progress
+    """(call item, the tool's text result, output index) -> events before ``.completed``
+    (``image_generation_call.partial_image``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -340,7 +345,13 @@ KINDS: tuple[ToolKind, ...] = (
         events=image_generation_events,
         id_prefix="ig",
         gateway_runs=in_progress,
-        backend=Backend("prompt", prompt_of, image_generation_result, image_generation_seen),
+        backend=Backend(
+            "prompt",
+            prompt_of,
+            image_generation_result,
+            image_generation_seen,
+            progress=image_generation_progress,
+        ),
         cut_off="failed",  # the SDK's image_generation_call status has no incomplete
     ),
 )
