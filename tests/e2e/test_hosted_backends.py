@@ -293,6 +293,15 @@ def test_backed_hosted_tool_streams_openai_item_and_events(
         full = api.get(f"/responses/{plain['id']}", params={"include[]": hosted.include}).json()
         assert full["output"][0] == {"id": plain["output"][0]["id"], **hosted.item}
 
+    # The SDK's create parses the item as its own type.
+    upstream.push(_call(hosted), Turn(text="Found."))
+    tools_: Any = [hosted.tool]
+    created = sdk.responses.create(model=model, input="go", tools=tools_, include=include)
+    assert created.output[0].type == hosted.item["type"]
+    assert created.output[0].model_dump(exclude_none=True, exclude={"id"}) == _without_nones(
+        hosted.item
+    )
+
     # The SDK's strict stream helper accepts the events and items.
     upstream.push(_call(hosted), Turn(text="Found."))
     tools: Any = [hosted.tool]
