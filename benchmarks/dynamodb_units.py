@@ -18,10 +18,16 @@ Operations:
   at depth 100;
 - ``input_items page``: ``GET /v1/responses/{id}/input_items`` (one ``get_response``; paging is
   done in memory);
+- ``item_reference lookup``: the one ``get_items`` read a create with 3 (or 100) ``item_reference``
+  items outside its context makes; ``delete response``: a delete, its item index included;
 - extras: a 5 MB-input create and its read, a conversation append and a conversation read;
 - background mode: a checkpoint write of a typical loop state (``put_checkpoint``), one batch of
   8 SSE frames logged (``append_events``), a replay of 40 logged events plus the terminal
-  (``read_events``) and the terminal claim (``claim_terminal``).
+  (``read_events``) and the terminal claim (``claim_terminal``);
+- usage ledger: one ended response recorded (``record_usage``: the request-log entry and three
+  counter ADDs in one transaction), a repeated record of it (a retried worker), a budget check
+  (``get_spend``: day and month totals and the tenant's limits) and an operator's usage read of
+  one day (``read_usage``) over 50 tenants x 2 models.
 
 Usage::
 
@@ -42,12 +48,13 @@ import random
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from responses_gateway.ids import new_id
 from responses_gateway.store import Conversation, DynamoStore, StoredResponse
-from responses_gateway.store.base import Checkpoint, Terminal
+from responses_gateway.store.base import Checkpoint, Terminal, UsageCounts, UsageEntry
 from responses_gateway.store.local import start_local_dynamodb
 
 TENANT = "bench"
@@ -161,6 +168,18 @@ async def run(store: DynamoStore) -> dict[str, dict[str, Any]]:
         store, lambda: store.get_response(TENANT, "resp_new_100")
     )
     rows["input_items page"] = await measure(store, lambda: store.get_response(TENANT, "resp_root"))
+    references = ["rs_resp_root", "fc_resp_root", "msg_resp_root"]
+    rows["item_reference lookup (3 items)"] = await measure(
+        store, lambda: store.get_items(TENANT, references)
+    )
+    many = [f"{kind}_{rid}" for rid in ids for kind in ("rs", "fc", "msg")][:100]
+    rows["item_reference lookup (100 items)"] = await measure(
+        store, lambda: store.get_items(TENANT, many)
+    )
+    await store.put_response(typical_record("resp_doomed", []))
+    rows["delete response (4 indexed items)"] = await measure(
+        store, lambda: store.delete_response(TENANT, "resp_doomed")
+    )
     image = "data:image/png;base64," + base64.b64encode(os.urandom(3_750_000)).decode()
     rows["create stored, 5 MB input"] = await measure(
         store, lambda: store.put_response(typical_record("resp_big", [], extra_input=image))
@@ -245,6 +264,55 @@ async def background(store: DynamoStore) -> dict[str, dict[str, Any]]:
     return rows
 
 
+def _entry(tenant: str, response_id: str, model: str = "gpt-4o-mini") -> UsageEntry:
+    counts = UsageCounts(
+        input_tokens=1834,
+        cached_tokens=1024,
+        output_tokens=412,
+        reasoning_tokens=128,
+        model_calls=3,
+        tool_calls=2,
+        responses=1,
+        cost_usd=Decimal("0.000397"),
+    )
+    return UsageEntry(
+        tenant=tenant,
+        response_id=response_id,
+        model=model,
+        ended_at=CREATED,
+        status="completed",
+        counts=counts,
+        api_key_id="k7x2abcd9e",
+        extra={},
+    )
+
+
+async def ledger(store: DynamoStore) -> dict[str, dict[str, Any]]:
+    """The usage ledger: one response recorded, recorded again, a budget check, a day's read."""
+    rows: dict[str, dict[str, Any]] = {}
+    rows["ledger record_usage (1 response)"] = await measure(
+        store, lambda: store.record_usage(_entry(TENANT, "resp_ledger"))
+    )
+    rows["ledger record_usage again (retry)"] = await measure(
+        store, lambda: store.record_usage(_entry(TENANT, "resp_ledger"))
+    )
+    rows["ledger get_spend (budget check)"] = await measure(
+        store, lambda: store.get_spend(TENANT, CREATED)
+    )
+    await asyncio.gather(
+        *(
+            store.record_usage(_entry(f"tenant{i}", f"resp_{i}_{m}", model=m))
+            for i in range(50)
+            for m in ("gpt-4o-mini", "gpt-4.1")
+        )
+    )
+    day = CREATED - CREATED % 86_400
+    rows["ledger read_usage (1 day, 100 rows)"] = await measure(
+        store, lambda: store.read_usage(day, day + 86_400)
+    )
+    return rows
+
+
 def print_table(rows: dict[str, dict[str, Any]], started_in: float) -> None:
     print(f"embedded moto DynamoDB ready in {started_in:.2f} s (moto import included)")
     header = f"{'operation':<38} {'RRU':>6} {'WRU':>6} {'round trips':>12}"
@@ -263,6 +331,7 @@ def main(argv: list[str] | None = None) -> int:
     store = DynamoStore(local.client, local.table_name)
     try:
         rows = asyncio.run(run(store))
+        rows.update(asyncio.run(ledger(store)))
     finally:
         store.close()
         local.stop()

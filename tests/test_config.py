@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,3 +157,53 @@ def test_tool_backends_name_an_operator_server_and_a_backed_kind() -> None:
     ]:
         with pytest.raises(ConfigError, match=message):
             parse_config({**base, "tool_backends": [broken]})
+
+
+def test_context_windows_per_provider_and_model() -> None:
+    config = parse_config(
+        {
+            "providers": [
+                {
+                    "base_url": "http://u/v1",
+                    "context_window": 8192,
+                    "context_windows": {"big": 131072},
+                }
+            ]
+        }
+    )
+    provider = config.providers[0]
+    assert provider.context_window == 8192 and dict(provider.context_windows) == {"big": 131072}
+
+
+@pytest.mark.parametrize(
+    "raw", [{"context_window": 0}, {"context_window": "8k"}, {"context_windows": {"m": -1}}]
+)
+def test_context_window_must_be_a_positive_integer(raw: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="context window"):
+        parse_config({"providers": [{"base_url": "http://u/v1", **raw}]})
+
+
+def test_chat_provider_options_default_off_and_parse() -> None:
+    config = parse_config(
+        {
+            "providers": [
+                {"name": "plain", "base_url": "http://a/v1", "models": ["a"]},
+                {
+                    "name": "vllm",
+                    "base_url": "http://b/v1",
+                    "models": ["b"],
+                    "send_reasoning_content": True,
+                    "send_verbosity": True,
+                },
+            ]
+        }
+    )
+    plain, vllm = config.providers
+    assert (plain.send_reasoning_content, plain.send_verbosity) == (False, False)
+    assert (vllm.send_reasoning_content, vllm.send_verbosity) == (True, True)
+
+
+@pytest.mark.parametrize("key", ["send_reasoning_content", "send_verbosity"])
+def test_chat_provider_options_must_be_booleans(key: str) -> None:
+    with pytest.raises(ConfigError, match=f"{key} must be true or false"):
+        parse_config({"providers": [{"name": "p", "base_url": "http://a/v1", key: "yes"}]})

@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
-from responses_gateway.api import conversations, responses
+from responses_gateway.api import conversations, responses, usage
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
@@ -159,5 +159,6 @@ def create_app(
 
     app.include_router(responses.router)
     app.include_router(conversations.router)
+    app.include_router(usage.router)
     app.add_middleware(EdgeMiddleware)
     return app

@@ -21,6 +21,10 @@ here, at startup, and kept out of every ``repr``; every mistake is a :class:`Con
 ``tool_backends`` give a hosted tool type (``web_search``, ``file_search``, ``code_interpreter``,
 ``image_generation``) a backend on Chat Completions and
 harmony providers: a tool of an operator MCP server the gateway calls (see ``docs/tools.md``).
+It also holds the accounting settings (see ``docs/deploy.md``): ``prices`` (US dollars per
+million tokens per model, for the usage ledger's cost estimate), ``budgets`` (token and cost
+limits per tenant per day and month) and ``operators`` (tenants whose keys may read the usage
+API). Errors name the field (``prices.gpt-4o.output must be a number``).
 """
 
 from __future__ import annotations
@@ -38,17 +42,23 @@ from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
 from responses_gateway.tool_kinds import BACKED_KINDS
+from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budgets
+from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 
 __all__ = [
     "ApiMode",
     "ConfigError",
     "GatewayConfig",
+    "OPERATORS_ENV",
     "McpServerTransport",
     "OperatorMcpServer",
     "Provider",
     "ToolBackend",
     "load_config",
     "parse_config",
+    "config_document",
+    "parse_config_data",
+    "parse_config_text",
 ]
 
 ApiMode = Literal["auto", "chat", "responses", "harmony"]
@@ -79,6 +89,17 @@ class Provider:
     """What a Chat Completions or harmony provider does with a hosted tool (``web_search``,
     ``file_search``...) it cannot run: drop it from what the model sees (named in the
     ``x-gateway-omitted-tools`` response header), or answer 400 naming the tool."""
+    context_window: int | None = None
+    """The context window (tokens) of every model of this provider, when the operator knows it."""
+    context_windows: Mapping[str, int] = field(default_factory=dict)
+    """Context windows of single models (upstream names); they win over ``context_window``.
+    Models with neither are looked up in the upstream's ``/models`` (see
+    :mod:`responses_gateway.context.windows`)."""
+    send_reasoning_content: bool = False
+    """Chat wire: replay reasoning as ``reasoning_content`` on assistant messages (servers whose
+    templates render it: vLLM, SGLang, llama.cpp with reasoning parsers)."""
+    send_verbosity: bool = False
+    """Chat wire: send ``text.verbosity`` as ``verbosity`` (servers that accept it)."""
 
     @property
     def catch_all(self) -> bool:
@@ -159,6 +180,13 @@ class GatewayConfig:
             if backend.type == kind:
                 return backend
         return None
+
+    prices: PriceTable = field(default_factory=PriceTable)
+    """Per-model prices: the usage ledger's cost estimate (unpriced models cost 0)."""
+    budgets: BudgetPolicy | None = None
+    """Per-tenant limits; None: no budget checks (not even of limits set in the store)."""
+    operators: frozenset[str] = frozenset()
+    """Tenants whose API keys may use the operator endpoints (the usage API)."""
 
     def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
         """The operator MCP server labelled ``server_label``, or ``None``."""
@@ -242,7 +270,37 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         headers={str(k): str(v) for k, v in headers.items()},
         timeout=float(raw.get("timeout", 600.0)),
         hosted_tools=_hosted_policy(raw.get("hosted_tools", "omit"), name),
+        context_window=_window(raw.get("context_window"), name),
+        context_windows={
+            str(model): _window(size, name) or 0
+            for model, size in _table(raw.get("context_windows"), "context_windows", name).items()
+        },
+        send_reasoning_content=_flag(raw, "send_reasoning_content", name),
+        send_verbosity=_flag(raw, "send_verbosity", name),
     )
+
+
+def _table(value: Any, key: str, name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"provider {name!r}: {key} must be a table")
+    return value
+
+
+def _window(value: Any, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"provider {name!r}: a context window must be a positive integer")
+    return value
+
+
+def _flag(raw: Mapping[str, Any], key: str, name: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"provider {name!r}: {key} must be true or false")
+    return value
 
 
 def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -264,7 +322,19 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
     if sum(1 for p in providers if p.default) > 1:
         raise ConfigError("at most one provider may be the default")
     servers = _mcp_servers(data.get("mcp_servers"), env)
-    return GatewayConfig(providers, servers, _tool_backends(data.get("tool_backends"), servers))
+    try:
+        prices = parse_prices(data.get("prices"))
+        budgets = parse_budgets(data.get("budgets"))
+    except (PriceError, BudgetError) as exc:
+        raise ConfigError(str(exc)) from None
+    return GatewayConfig(
+        providers,
+        servers,
+        _tool_backends(data.get("tool_backends"), servers),
+        prices=prices,
+        budgets=budgets,
+        operators=_operators(data.get("operators"), env),
+    )
 
 
 def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[ToolBackend, ...]:
@@ -300,17 +370,62 @@ def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[To
     return tuple(backends)
 
 
+OPERATORS_ENV = "GATEWAY_OPERATOR_TENANTS"
+"""Tenants (comma separated) whose keys may use the operator endpoints, besides ``operators``."""
+
+
+def _operators(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list) or not all(isinstance(t, str) and t for t in raw):
+        raise ConfigError("operators must be a list of tenant names")
+    extra = [t.strip() for t in env.get(OPERATORS_ENV, "").split(",") if t.strip()]
+    return frozenset([*raw, *extra])
+
+
+def config_document(text: str, source: str) -> dict[str, Any]:
+    """A config document (JSON when it starts with ``{``, else TOML) as a table.
+
+    Raises:
+        ConfigError: unparseable (the message names ``source``).
+    """
+    try:
+        data = json.loads(text) if text.lstrip().startswith("{") else tomllib.loads(text)
+    except (ValueError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot parse {source}: {exc}") from exc
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the config must be a table")
+    return data
+
+
+def parse_config_text(
+    text: str, source: str, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """Parse a config document from ``source`` (a path or an SSM parameter name, for messages).
+
+    Raises:
+        ConfigError: unparseable, or a rule broken (the message names the source and field).
+    """
+    return parse_config_data(config_document(text, source), source, env)
+
+
+def parse_config_data(
+    data: Mapping[str, Any], source: str, env: Mapping[str, str] | None = None
+) -> GatewayConfig:
+    """:func:`parse_config` with errors prefixed by ``source``."""
+    try:
+        return parse_config(data, env)
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: {exc}") from None
+
+
 def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
     """The configuration from ``GATEWAY_CONFIG`` or ``UPSTREAM_*``; None when neither is set."""
     env = os.environ if env is None else env
     path = env.get("GATEWAY_CONFIG")
     if path:
         text = Path(path).read_text(encoding="utf-8")
-        try:
-            data = json.loads(text) if path.endswith(".json") else tomllib.loads(text)
-        except (ValueError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"cannot parse {path}: {exc}") from exc
-        return parse_config(data, env)
+        return parse_config_text(text, path, env)
     base_url = env.get("UPSTREAM_BASE_URL")
     if not base_url:
         return None

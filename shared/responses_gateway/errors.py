@@ -7,6 +7,8 @@ Conversion to a response happens only in ``responses_gateway.app``.
     GatewayError
     ├── InvalidRequestError        400 invalid_request_error (bad input, unknown previous id, ...)
     ├── NotFoundError              404 invalid_request_error
+    ├── PermissionDeniedError      403 (a tenant key on an operator endpoint)
+    ├── QuotaExceededError         429 insufficient_quota (budget spent; nothing sent upstream)
     ├── UpstreamError              the model provider failed
     │   ├── UpstreamStatusError    it answered with an HTTP error (status kept for 4xx/429)
     │   ├── UpstreamTransportError it could not be reached or dropped the connection (502)
@@ -23,6 +25,8 @@ __all__ = [
     "InternalError",
     "InvalidRequestError",
     "NotFoundError",
+    "PermissionDeniedError",
+    "QuotaExceededError",
     "UpstreamError",
     "UpstreamProtocolError",
     "UpstreamStatusError",
@@ -123,3 +127,21 @@ class UpstreamProtocolError(UpstreamError):
 
 class InternalError(GatewayError):
     """A bug of ours."""
+
+
+class PermissionDeniedError(GatewayError):
+    """The caller is authenticated but may not use this endpoint (403)."""
+
+    status_code = 403
+    error_type = "invalid_request_error"
+
+
+class QuotaExceededError(GatewayError):
+    """The tenant's budget is spent (429 ``insufficient_quota``): no upstream call was made."""
+
+    status_code = 429
+    error_type = "insufficient_quota"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="insufficient_quota")
+        self.headers["x-should-retry"] = "false"

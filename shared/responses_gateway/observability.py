@@ -7,11 +7,16 @@ Owns what the deployed functions add around :func:`responses_gateway.app.create_
   policy checked at startup), wrapped in :class:`TelemetryMiddleware`;
 - :func:`mangum_handler`: the buffered function's Lambda handler (Mangum, lifespan off, the
   Powertools Tracer when ``aws_xray_sdk`` is importable);
-- telemetry: one structured log line per request (Powertools Logger, JSON, correlation id = API
-  Gateway's request id) and EMF metrics (Powertools Metrics): ``Requests``, ``UpstreamLatency``,
+- telemetry: one structured access-log line per request (Powertools Logger, JSON, correlation id
+  = API Gateway's request id; locally :class:`AccessLog`, the same fields as one JSON line) and
+  EMF metrics (Powertools Metrics): ``Requests``, ``Latency``, ``UpstreamLatency``,
   ``InputTokens``, ``OutputTokens``, ``ToolCalls``, ``Errors`` by ``ErrorType`` and
   ``UpstreamErrors`` by ``Status``. Counts come from what the app sends (status, error envelope,
-  the final response object or terminal SSE event) and from the upstream HTTP client's hooks.
+  the final response object or terminal SSE event) and from the upstream HTTP client's hooks;
+- usage metrics from the ledger (:meth:`PowertoolsTelemetry.usage_recorded`, called once per
+  response the ledger counted, foreground or background): ``ModelInputTokens``,
+  ``ModelOutputTokens``, ``ModelCostUSD``, ``ModelCalls``, ``GatewayToolCalls`` by ``Model``, and
+  ``BackgroundRuns`` by ``Status``.
 
 Powertools is imported lazily and only here; without it (local runs) telemetry is a no-op.
 Nothing here logs a request or response body, a header value or a key: log lines and metrics
@@ -32,20 +37,30 @@ import time
 import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal, Protocol, cast
 
 import httpx
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from responses_gateway.config import ConfigError, GatewayConfig, load_config
+from responses_gateway.config import (
+    ConfigError,
+    GatewayConfig,
+    config_document,
+    load_config,
+    parse_config_data,
+)
 from responses_gateway.tenancy import REQUEST_CONTEXT_HEADER, TenancyPolicy, api_key_id
 
 if TYPE_CHECKING:
     from responses_gateway.store.base import Store
+    from responses_gateway.usage.records import UsageEntry
 
 __all__ = [
+    "CONFIG_PARAMETER_ENV",
     "DEFAULT_NAMESPACE",
     "DEFAULT_SERVICE",
+    "AccessLog",
     "KEY_PARAMETER_ENV",
     "KEY_SECRET_ENV",
     "FunctionKind",
@@ -69,6 +84,8 @@ background worker."""
 
 KEY_PARAMETER_ENV = "UPSTREAM_API_KEY_PARAMETER"
 """Name of an SSM SecureString parameter holding the upstream key."""
+CONFIG_PARAMETER_ENV = "GATEWAY_CONFIG_PARAMETER"
+"""Name of an SSM parameter holding the whole configuration (JSON or TOML)."""
 KEY_SECRET_ENV = "UPSTREAM_API_KEY_SECRET"
 """Name or ARN of a Secrets Manager secret holding the upstream key (a string, or a JSON object
 with ``api_key``)."""
@@ -114,6 +131,28 @@ class RequestRecord:
     input_tokens: int | None = None
     output_tokens: int | None = None
     tool_calls: int = 0
+    tenant: str | None = None
+    """The tenant the request acted for (once authenticated)."""
+    model: str | None = None
+    """The ``model`` of a created response."""
+
+    def access_fields(self) -> dict[str, Any]:
+        """The access-log line's fields: never a body, a header value or a key."""
+        return {
+            "method": self.method,
+            "route": self.path,
+            "status": self.status,
+            "duration_ms": round(self.duration_ms, 1),
+            "request_id": self.request_id,
+            "tenant": self.tenant,
+            "api_key_id": self.api_key_id,
+            "model": self.model,
+            "streamed": self.streamed,
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "tool_calls": self.tool_calls,
+            "error_code": self.error_type,
+        }
 
 
 class Telemetry(Protocol):
@@ -134,6 +173,32 @@ class NullTelemetry:
 
     def request_finished(self, record: RequestRecord) -> None:
         pass
+
+    def upstream_response(self, status: int, latency_ms: float) -> None:
+        pass
+
+
+class AccessLog:
+    """Local telemetry: one JSON access-log line per request on ``stream`` (``serve`` uses
+    stdout), the fields of :meth:`RequestRecord.access_fields` plus a UTC timestamp."""
+
+    def __init__(self, stream: IO[str]) -> None:
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def request_started(self, record: RequestRecord) -> None:
+        pass
+
+    def request_finished(self, record: RequestRecord) -> None:
+        fields = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "msg": "request",
+            **record.access_fields(),
+        }
+        line = json.dumps(fields, separators=(",", ":"))
+        with self._lock:
+            self._stream.write(line + "\n")
+            self._stream.flush()
 
     def upstream_response(self, status: int, latency_ms: float) -> None:
         pass
@@ -217,6 +282,9 @@ class PowertoolsTelemetry:
         from aws_lambda_powertools.metrics import MetricUnit, single_metric
 
         self.metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
+        self.metrics.add_metric(
+            name="Latency", unit=MetricUnit.Milliseconds, value=record.duration_ms
+        )
         counts = {
             "InputTokens": record.input_tokens,
             "OutputTokens": record.output_tokens,
@@ -235,22 +303,46 @@ class PowertoolsTelemetry:
                 default_dimensions=self._dimensions,
             ) as metric:
                 metric.add_dimension(name="ErrorType", value=record.error_type)
+        fields = record.access_fields()
+        fields.pop("api_key_id")  # appended as a key at the start of the request
         self.logger.info(
             "request",
-            extra={
-                "method": record.method,
-                "path": record.path,
-                "status": record.status,
-                "duration_ms": round(record.duration_ms, 1),
-                "streamed": record.streamed,
-                "error_type": record.error_type,
-                "input_tokens": record.input_tokens,
-                "output_tokens": record.output_tokens,
-                "tool_calls": record.tool_calls,
-            },
+            extra={**fields, "path": record.path, "error_type": record.error_type},
         )
         self.logger.remove_keys(["api_key_id", "lambda_request_id", "cold_start"])
         self.logger.set_correlation_id(None)
+
+    def usage_recorded(self, entry: UsageEntry) -> None:
+        """Metrics of one response the ledger counted: tokens, cost and calls by model, and
+        background runs by status (one EMF document each)."""
+        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+
+        counts = entry.counts
+        by_model = {
+            "ModelInputTokens": counts.input_tokens,
+            "ModelOutputTokens": counts.output_tokens,
+            "ModelCalls": counts.model_calls,
+            "GatewayToolCalls": counts.tool_calls,
+            "ModelCostUSD": float(counts.cost_usd),
+        }
+        for name, value in by_model.items():
+            with single_metric(
+                name=name,
+                unit=MetricUnit.Count if name != "ModelCostUSD" else MetricUnit.NoUnit,
+                value=value,
+                namespace=self.namespace,
+                default_dimensions=self._dimensions,
+            ) as metric:
+                metric.add_dimension(name="Model", value=entry.model[:250] or "unknown")
+        if entry.background:
+            with single_metric(
+                name="BackgroundRuns",
+                unit=MetricUnit.Count,
+                value=1,
+                namespace=self.namespace,
+                default_dimensions=self._dimensions,
+            ) as metric:
+                metric.add_dimension(name="Status", value=entry.status)
 
     def upstream_response(self, status: int, latency_ms: float) -> None:
         from aws_lambda_powertools.metrics import MetricUnit, single_metric
@@ -310,6 +402,9 @@ def _error_type(error: Any) -> str | None:
 def _count_response(record: RequestRecord, response: Any) -> None:
     if not isinstance(response, Mapping):
         return
+    model = response.get("model")
+    if isinstance(model, str):
+        record.model = model[:256]
     usage = response.get("usage")
     if isinstance(usage, Mapping):
         for field_name in ("input_tokens", "output_tokens"):
@@ -351,8 +446,11 @@ class _ResponseProbe:
         self._record.status = status
         content_type = ""
         for key, value in headers:
-            if bytes(key).lower() == b"content-type":
+            name = bytes(key).lower()
+            if name == b"content-type":
                 content_type = bytes(value).decode("latin-1").lower()
+            elif name == b"x-request-id" and self._record.request_id is None:
+                self._record.request_id = bytes(value).decode("latin-1")[:128]
         if content_type.startswith("text/event-stream"):
             self._record.streamed = True
             self._mode = "sse" if self._is_create else "skip"
@@ -445,6 +543,12 @@ class TelemetryMiddleware:
             await self.app(scope, receive, observed_send)
         finally:
             record.duration_ms = (time.perf_counter() - started) * 1000
+            identity = (scope.get("state") or {}).get("identity")
+            if identity is not None:
+                record.tenant = getattr(identity, "tenant", None)
+                record.api_key_id = (
+                    record.api_key_id or getattr(identity, "api_key_id", None) or None
+                )
             try:
                 self.telemetry.request_finished(record)
             except Exception:  # telemetry never fails a request
@@ -562,13 +666,94 @@ def upstream_api_key(env: Mapping[str, str]) -> str | None:
     return key
 
 
-def load_lambda_config(env: Mapping[str, str]) -> GatewayConfig:
-    """The providers from ``UPSTREAM_*`` / ``GATEWAY_CONFIG``, with the upstream key read from
-    SSM or Secrets Manager when the environment names one.
+def _read_secret(kind: str, name: str, where: str) -> str:
+    """A value from SSM (``parameter``, decrypted) or Secrets Manager (``secret``) through
+    Powertools Parameters (cached five minutes).
 
     Raises:
-        ConfigError: no upstream configured, or the key cannot be read.
+        ConfigError: unreadable (the message names ``where`` and the name, never a value).
     """
+    try:
+        from aws_lambda_powertools.utilities import parameters
+    except ImportError as exc:
+        raise ConfigError(f"{where}: reading {name} needs aws-lambda-powertools") from exc
+    try:
+        if kind == "parameter":
+            value: Any = parameters.get_parameter(name, decrypt=True, max_age=_SECRET_MAX_AGE)
+        else:
+            value = parameters.get_secret(name, max_age=_SECRET_MAX_AGE)
+    except Exception as exc:
+        label = "SSM parameter" if kind == "parameter" else "secret"
+        raise ConfigError(f"{where}: cannot read {label} {name}: {type(exc).__name__}") from None
+    if isinstance(value, bytes):
+        value = value.decode("utf-8")
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: {name} is empty")
+    return value
+
+
+_PROVIDER_SECRETS = (("api_key_parameter", "parameter"), ("api_key_secret", "secret"))
+"""Provider fields naming where its key lives, for deployed configurations."""
+
+
+def _resolve_provider_keys(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with each provider's ``api_key_parameter`` / ``api_key_secret`` replaced by the
+    ``api_key`` it names (read now, at cold start)."""
+    providers = data.get("providers")
+    if not isinstance(providers, list):
+        return data
+    resolved = []
+    for index, raw in enumerate(providers):
+        if not isinstance(raw, dict):
+            resolved.append(raw)
+            continue
+        provider = dict(raw)
+        named = [(field, kind) for field, kind in _PROVIDER_SECRETS if provider.get(field)]
+        if len(named) > 1 or (named and provider.get("api_key")):
+            raise ConfigError(
+                f"providers[{index}]: give one of api_key, api_key_parameter, api_key_secret"
+            )
+        for field_name, kind in named:
+            name = provider.pop(field_name)
+            if not isinstance(name, str):
+                raise ConfigError(f"providers[{index}].{field_name} must be a string")
+            text = _read_secret(kind, name, f"providers[{index}].{field_name}")
+            key = _secret_text(text)
+            if key is None:
+                raise ConfigError(f"providers[{index}].{field_name}: {name} holds no key")
+            provider["api_key"] = key
+        resolved.append(provider)
+    return {**data, "providers": resolved}
+
+
+def load_lambda_config(env: Mapping[str, str]) -> GatewayConfig:
+    """The gateway's configuration as a deployed function loads it, at cold start:
+
+    - ``GATEWAY_CONFIG_PARAMETER``: the whole configuration (JSON or TOML) from that SSM
+      parameter; or ``GATEWAY_CONFIG``: from that file (shipped with the build);
+      providers may name their key with ``api_key_parameter`` (SSM SecureString) or
+      ``api_key_secret`` (Secrets Manager), read now;
+    - otherwise one provider from ``UPSTREAM_*``, its key from ``UPSTREAM_API_KEY_PARAMETER`` /
+      ``UPSTREAM_API_KEY_SECRET``.
+
+    Raises:
+        ConfigError: no upstream configured, a key or the parameter cannot be read, or the
+            configuration breaks a rule (the message names the source and the field).
+    """
+    parameter = env.get(CONFIG_PARAMETER_ENV, "").strip()
+    path = env.get("GATEWAY_CONFIG", "").strip()
+    if parameter or path:
+        if parameter:
+            source = f"SSM parameter {parameter}"
+            text = _read_secret("parameter", parameter, CONFIG_PARAMETER_ENV)
+        else:
+            source = path
+            try:
+                text = Path(path).read_text(encoding="utf-8")
+            except OSError as exc:
+                raise ConfigError(f"cannot read GATEWAY_CONFIG {path}: {exc.strerror}") from None
+        data = _resolve_provider_keys(config_document(text, source))
+        return parse_config_data(data, source, env)
     key = upstream_api_key(env)
     if key is not None:
         env = {**env, "UPSTREAM_API_KEY": key}
@@ -651,9 +836,13 @@ def lambda_app(
     """The gateway app as a deployed function serves it, built from ``env`` (default: the process
     environment). Fails fast (at init) on a bad configuration.
 
+    The functions that run the loop (streaming, worker) read the sealing keys here too
+    (``GATEWAY_SEALING_KEYS_SECRET``, see :mod:`responses_gateway.sealing`).
+
     Raises:
         ConfigError: no upstream, no ``DYNAMODB_TABLE`` or an unreadable upstream key.
         TenancyConfigError: malformed ``GATEWAY_API_KEYS``.
+        SealingConfigError: unreadable or malformed sealing keys.
     """
     from responses_gateway.app import create_app
 
@@ -661,10 +850,17 @@ def lambda_app(
     policy = TenancyPolicy.from_env(env)
     telemetry = make_telemetry(function) if telemetry is None else telemetry
     config = load_lambda_config(env)
+    if function != "buffered":
+        from responses_gateway.sealing import configure
+
+        configure(env)
     store = LazyStore(_store_factory(env))
     client = None if isinstance(telemetry, NullTelemetry) else upstream_client(telemetry)
     app = create_app(config, cast("Store", store), client=client)
     app.state.tenancy = policy
+    usage_recorded = getattr(telemetry, "usage_recorded", None)
+    if callable(usage_recorded):
+        app.state.gateway.usage_observers.append(usage_recorded)
     app.state.lazy_store = store
     return TelemetryMiddleware(
         app,

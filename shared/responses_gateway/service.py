@@ -3,14 +3,16 @@
 Owns the steps between a parsed JSON body and the agent loop: validation (through
 :mod:`responses_gateway.protocol`), the checks for what this gateway version serves, model routing,
 adapter selection, the context a request continues (a ``previous_response_id`` chain or a
-conversation, read from the store) and how the finished response is persisted (the loop's
-``persist`` hook). It knows nothing about HTTP or SSE framing (that is
-:mod:`responses_gateway.app`) and runs nothing itself: callers run the returned
-:class:`PreparedRun` through :func:`responses_gateway.loop.run_loop`.
+conversation, read from the store), the tenant's budget (checked before the request starts, and
+by the loop before each model call) and how the finished response is persisted (the loop's
+``persist`` hook: the record, the conversation append and the usage ledger entry). It knows
+nothing about HTTP or SSE framing (that is :mod:`responses_gateway.app`) and runs nothing itself:
+callers run the returned :class:`PreparedRun` through :func:`responses_gateway.loop.run_loop`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
@@ -22,16 +24,22 @@ from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.background.log import LogNotifier
 from responses_gateway.background.records import UNFINISHED, current_response
-from responses_gateway.config import GatewayConfig
-from responses_gateway.errors import InvalidRequestError, NotFoundError
+from responses_gateway.config import GatewayConfig, Provider
+from responses_gateway.context.meter import ContextMeter
+from responses_gateway.context.tokens import TokenCounter
+from responses_gateway.context.windows import WindowDirectory
+from responses_gateway.errors import InvalidRequestError, NotFoundError, QuotaExceededError
 from responses_gateway.ids import new_id
+from responses_gateway.loop.compaction import expand_compactions, from_last_compaction
 from responses_gateway.loop.driver import LoopContext, decide_start
 from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
     plan_approvals,
     prepare_input,
+    reference_ids,
     to_model_items,
 )
+from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
 from responses_gateway.protocol.request import (
@@ -43,12 +51,16 @@ from responses_gateway.protocol.request import (
 )
 from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
+from responses_gateway.usage.budget import BudgetGuard
+from responses_gateway.usage.ledger import usage_entry
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["Context", "Gateway", "PreparedRun", "previous_not_found"]
 
 _APPENDED_STATUSES = frozenset({"completed", "incomplete"})
+
+_log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -121,6 +133,15 @@ def _tool_dict(tool: Any) -> dict[str, Any]:
     return dumped
 
 
+def _last_compacted(records: list[StoredResponse]) -> int:
+    """The index of the last record holding a ``compaction`` item (0 when none does)."""
+    for index in range(len(records) - 1, 0, -1):
+        record = records[index]
+        if any(i.get("type") == "compaction" for i in [*record.input_items, *record.output]):
+            return index
+    return 0
+
+
 def _reject_unsupported(request: CreateResponseRequest) -> None:
     if request.background and request.store is False:
         raise InvalidRequestError(
@@ -167,6 +188,12 @@ class Gateway:
         """Seconds a foreground loop may run before it hands over to the background worker
         (None: the invocation's own deadline, when the platform tells one)."""
         self.notifier = LogNotifier()
+        self.tokens = TokenCounter(client)
+        """Counts model calls' tokens (the upstream's tokenizer where it has one)."""
+        self.windows = WindowDirectory(client)
+        """Context windows per model (configuration, else the upstream's ``/models``)."""
+        self.usage_observers: list[Any] = []
+        """Called with each :class:`UsageEntry` the ledger counted (metrics); never raise."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
@@ -201,6 +228,14 @@ class Gateway:
             self._mcp_client = McpClient(self._mcp_policy)
         return McpToolRegistry(tools, self._mcp_client, context, self.config.mcp_servers)
 
+    def meter(
+        self, provider: Provider, request: dict[str, Any], compaction: dict[str, Any] | None
+    ) -> ContextMeter:
+        """The context meter of one response to ``provider``."""
+        return ContextMeter(
+            provider, self.tokens, self.windows, compaction=compaction, request=request
+        )
+
     def live_context(
         self, tenant: str, state: LoopState, run: dict[str, Any], *, persist: Any = None
     ) -> LoopContext:
@@ -220,14 +255,57 @@ class Gateway:
             tools=self._gateway_tools(tools, [*state.control_items, *state.output]),
             max_tool_calls=self.max_tool_calls,
             persist=persist if persist is not None else self.persister_for(tenant, run),
+            meter=self.meter(provider, state.request, run.get("compaction")),
+            tenant=tenant,
+            budget=self.budget_guard(tenant),
         )
 
+    def budget_guard(self, tenant: str) -> BudgetGuard | None:
+        """The tenant's budget guard, or None when the configuration sets no budgets."""
+        if self.config.budgets is None:
+            return None
+        return BudgetGuard(self.store, tenant, self.config.budgets, self.config.prices)
+
+    async def record_usage(
+        self, tenant: str, run: dict[str, Any], state: LoopState, *, background: bool
+    ) -> None:
+        """Add the ended response ``state`` to the usage ledger (idempotent per response id:
+        a retried worker or a second ending counts nothing more)."""
+        entry = usage_entry(
+            state,
+            tenant=tenant,
+            api_key_id=str(run.get("api_key_id") or ""),
+            prices=self.config.prices,
+            ended_at=int(time.time()),
+            background=background,
+        )
+        try:
+            counted = await self.store.record_usage(entry)
+        except Exception:  # accounting never fails a response; the log line says what was lost
+            _log.exception(
+                "could not record the usage of %s (tenant %s, model %s, %d tokens)",
+                state.response_id,
+                tenant,
+                state.model,
+                entry.counts.total_tokens,
+            )
+            return
+        if not counted:
+            _log.info("usage of %s was already recorded", state.response_id)
+            return
+        for observe in self.usage_observers:
+            try:
+                observe(entry)
+            except Exception:
+                _log.exception("a usage observer failed")
+
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
-        """The record writer of a run described by a checkpoint's ``run``."""
+        """The record writer of a run described by a checkpoint's ``run`` (its usage is
+        recorded by :func:`~responses_gateway.background.runs.commit_ending`, not here)."""
         context = Context(
             chain=list(run.get("chain") or []), conversation_id=run.get("conversation")
         )
-        return self._persister(tenant, list(run.get("input_items") or []), context, True)
+        return self._persister(tenant, list(run.get("input_items") or []), context, True, None)
 
     async def load_context(
         self, tenant: str, previous_response_id: str | None, conversation: Any
@@ -235,8 +313,11 @@ class Gateway:
         """The items a request continues, read with strongly consistent reads.
 
         A chain is read in a bounded number of round trips: the previous response names all its
-        ancestors, which are fetched together. Ancestors that expired or were deleted drop out of
-        the front of the history; the previous response itself must exist.
+        ancestors, which are fetched together. A chain holding a ``compaction`` item starts from
+        the response that holds it (the chain stored with the new response too, so a long
+        compacted chain is not read again from its start on every turn). Ancestors that expired
+        or were deleted drop out of the front of the history; the previous response itself must
+        exist.
         """
         if previous_response_id:
             previous = await self.store.get_response(tenant, previous_response_id)
@@ -252,11 +333,17 @@ class Gateway:
                         code="previous_response_in_progress",
                     )
             ancestors = await self.store.get_responses(tenant, previous.chain)
+            records = [*ancestors, previous]
+            chain = [*previous.chain, previous.id]
+            start = _last_compacted(records)
+            if start:  # what came before the compaction is summarized: later turns skip it
+                records = records[start:]
+                chain = [record.id for record in records]
             history: list[dict[str, Any]] = []
-            for record in [*ancestors, previous]:
+            for record in records:
                 history += record.input_items
                 history += record.output
-            return Context(history=history, chain=[*previous.chain, previous.id])
+            return Context(history=history, chain=chain)
         conversation_id = _conversation_id(conversation)
         if conversation_id:
             if await self.store.get_conversation(tenant, conversation_id) is None:
@@ -265,11 +352,13 @@ class Gateway:
             return Context(history=items, conversation_id=conversation_id)
         return Context()
 
-    async def prepare(self, body: Any, tenant: str) -> PreparedRun:
-        """Validate a create body (raw JSON bytes or parsed), load its context, build its loop.
+    async def prepare(self, body: Any, tenant: str, *, api_key_id: str = "") -> PreparedRun:
+        """Validate a create body (raw JSON bytes or parsed), load its context, check the
+        tenant's budget, build its loop.
 
         Raises:
             GatewayError: bad input, unknown model, or a context that does not exist.
+            QuotaExceededError: the tenant's budget is spent (nothing was sent upstream).
         """
         request = parse_create_request(body)
         _reject_unsupported(request)
@@ -280,11 +369,38 @@ class Gateway:
                 code="unsupported_parameter",
             )
         provider, upstream_model = self.config.route(request.model)
-        context = await self.load_context(
-            tenant, request.previous_response_id, request.conversation
+        raw_input = request_input(request)
+        opened = open_client_reasoning(raw_input, tenant)
+        guard = self.budget_guard(tenant)
+        admitted, context = await asyncio.gather(
+            guard.admit() if guard is not None else _no_status(),
+            self.load_context(tenant, request.previous_response_id, request.conversation),
         )
-        prepared = prepare_input(request_input(request), context_ids=context.item_ids)
+        if admitted is not None and admitted.exceeded is not None:
+            raise QuotaExceededError(admitted.message())
+        context_ids = context.item_ids
+        wanted = [i for i in reference_ids(raw_input) if i not in context_ids]
+        resolved = await self.store.get_items(tenant, wanted) if wanted else {}
+        prepared = prepare_input(raw_input, context_ids=context_ids, resolved=resolved)
         approved = plan_approvals(context.history, prepared.items)
+        adapter = make_adapter(provider, self.client, self.latch)
+        transcript = expand_compactions(
+            to_model_items(
+                restore_reasoning(
+                    from_last_compaction(context.history) + prepared.items, tenant, opened
+                )
+            ),
+            tenant=tenant,
+            wire=adapter.wire,
+        )
+        compaction = next(
+            (
+                entry.model_dump(mode="json", exclude_none=True)
+                for entry in request.context_management or []
+                if entry.type == "compaction"
+            ),
+            None,
+        )
         if not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
                 "Missing required parameter: 'input'.",
@@ -297,12 +413,11 @@ class Gateway:
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
-            upstream_input=to_model_items(context.history + prepared.items),
+            upstream_input=transcript,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
-            next_action=decide_start(approved),
+            next_action=decide_start(approved, transcript),
         )
-        adapter = make_adapter(provider, self.client, self.latch)
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
         backends = self._backends(tool_dicts, adapter.wire)
         omitted = hosted_tools_without_backend(
@@ -323,11 +438,17 @@ class Gateway:
                 list(request.tools or []), [*context.history, *prepared.items]
             ),
             max_tool_calls=self.max_tool_calls,
-            persist=self._persister(tenant, prepared.items, context, request.store is not False),
+            persist=self._persister(
+                tenant, prepared.items, context, request.store is not False, api_key_id
+            ),
+            budget=guard,
+            tenant=tenant,
         )
+        ctx.meter = self.meter(provider, state.request, compaction)
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
+            "api_key_id": api_key_id,
             "input_items": prepared.items,
             "chain": context.chain,
             "conversation": context.conversation_id,
@@ -344,6 +465,7 @@ class Gateway:
             "stream": bool(request.stream),
             "include_obfuscation": include_obfuscation,
             "generation": 0,
+            "compaction": compaction,
         }
         return PreparedRun(
             state=state,
@@ -360,9 +482,27 @@ class Gateway:
         )
 
     def _persister(
-        self, tenant: str, input_items: list[dict[str, Any]], context: Context, store: bool
+        self,
+        tenant: str,
+        input_items: list[dict[str, Any]],
+        context: Context,
+        store: bool,
+        api_key_id: str | None,
     ) -> Any:
+        """The ending writer: the record, the conversation append and (``api_key_id`` not None:
+        a foreground loop) the usage ledger entry, written in parallel with the record."""
+
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
+            if api_key_id is None:
+                await write(state, response)
+                return
+            run = {"api_key_id": api_key_id}
+            await asyncio.gather(
+                write(state, response),
+                self.record_usage(tenant, run, state, background=False),
+            )
+
+        async def write(state: LoopState, response: dict[str, Any]) -> None:
             if store:
                 await self.store.put_response(
                     StoredResponse(
@@ -380,3 +520,7 @@ class Gateway:
                 )
 
         return persist
+
+
+async def _no_status() -> None:
+    return None

@@ -48,12 +48,15 @@ __all__ = [
     "TRUST_ENV",
     "AuthenticationError",
     "AuthorizerDenied",
+    "Identity",
     "KeyRing",
     "TenancyConfigError",
     "TenancyPolicy",
     "api_key_id",
     "authorize",
     "bearer_token",
+    "key_id_of",
+    "valid_tenant",
     "current_policy",
     "parse_keys",
 ]
@@ -102,6 +105,31 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8")).digest()
 
 
+def _key_id(digest: bytes) -> str:
+    return "key_" + digest[:8].hex()
+
+
+def valid_tenant(name: str) -> bool:
+    """Whether ``name`` may be a tenant: 1-128 of ``A-Z a-z 0-9 . _ @ -``."""
+    return _TENANT.fullmatch(name) is not None
+
+
+def key_id_of(key: str) -> str:
+    """The public id of a local API key (``key_`` + 16 hex digits of its SHA-256): what the
+    usage API and the access log show instead of the key."""
+    return _key_id(_digest(key))
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """Who a request acts for: its tenant, and the id of the API key it used."""
+
+    tenant: str
+    api_key_id: str = ""
+    """API Gateway's key id when deployed, :func:`key_id_of` the key locally, empty when the
+    gateway serves without keys."""
+
+
 @dataclass(frozen=True, slots=True)
 class KeyRing:
     """Configured local API keys (as SHA-256 digests) and the tenant each one acts for."""
@@ -114,16 +142,25 @@ class KeyRing:
     def tenant_for(self, key: str) -> str | None:
         """The tenant of ``key``, or None. Every entry is compared, in constant time each, so the
         answer takes the same time whichever key matched (or none)."""
+        found = self.lookup(key)
+        return found.tenant if found is not None else None
+
+    def lookup(self, key: str) -> Identity | None:
+        """The tenant and key id of ``key``, or None (constant time per entry, as
+        :meth:`tenant_for`)."""
         presented = _digest(key)
-        found: str | None = None
+        found: Identity | None = None
         for digest, tenant in self.entries:
             if hmac.compare_digest(presented, digest) and found is None:
-                found = tenant
+                found = Identity(tenant, _key_id(digest))
         return found
 
 
-def parse_keys(text: str, *, source: str = KEYS_ENV) -> KeyRing:
+def parse_keys(text: str, *, source: str = KEYS_ENV, allow_empty: bool = False) -> KeyRing:
     """A :class:`KeyRing` from ``key:tenant`` entries separated by commas or newlines.
+
+    ``allow_empty``: no entry is a ring that refuses every key (a key file whose last key was
+    revoked) instead of an error.
 
     Raises:
         TenancyConfigError: an empty key, a malformed tenant, a key listed twice, or no entry.
@@ -153,7 +190,7 @@ def parse_keys(text: str, *, source: str = KEYS_ENV) -> KeyRing:
                 raise TenancyConfigError(f"{where}: a key is listed twice")
             seen.add(digest)
             entries.append((digest, tenant))
-    if not entries:
+    if not entries and not allow_empty:
         raise TenancyConfigError(f"{source} is set but lists no key")
     return KeyRing(tuple(entries))
 
@@ -220,12 +257,20 @@ class TenancyPolicy:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as exc:
                 raise TenancyConfigError(f"cannot read {KEYS_FILE_ENV}: {exc.strerror}") from None
-            keys = parse_keys(text, source=KEYS_FILE_ENV)
+            keys = parse_keys(text, source=KEYS_FILE_ENV, allow_empty=True)
         trust = env.get(TRUST_ENV, "").strip().lower() in _TRUE
         return cls(keys=keys, trust_lambda_context=trust)
 
     def resolve(self, *, event: Any = None, headers: Mapping[str, str]) -> str:
-        """The tenant of a request.
+        """The tenant of a request (:meth:`identify`'s tenant).
+
+        Raises:
+            AuthenticationError: no usable API key.
+        """
+        return self.identify(event=event, headers=headers).tenant
+
+    def identify(self, *, event: Any = None, headers: Mapping[str, str]) -> Identity:
+        """The tenant and API key id of a request.
 
         Args:
             event: the Lambda event (Mangum's ``scope["aws.event"]``), or None outside Mangum.
@@ -241,32 +286,48 @@ class TenancyPolicy:
             context = _header_context(headers.get(REQUEST_CONTEXT_HEADER))
         key_id = api_key_id(context)
         if key_id is not None:
-            return key_id
+            return Identity(key_id, key_id)
         if self.trust_lambda_context:
             raise AuthenticationError(_NO_KEY_ID)
         if self.keys is None:
-            return LOCAL_TENANT
+            return Identity(LOCAL_TENANT)
         token = bearer_token(headers.get("authorization"))
         if token is None:
             raise AuthenticationError(_MISSING_KEY)
-        tenant = self.keys.tenant_for(token)
-        if tenant is None:
+        found = self.keys.lookup(token)
+        if found is None:
             raise AuthenticationError(_WRONG_KEY)
-        return tenant
+        return found
 
 
-_cached: tuple[tuple[str, str, str], TenancyPolicy] | None = None
+_cached: tuple[tuple[str, ...], TenancyPolicy] | None = None
+
+
+def _file_marker(path: str) -> str:
+    try:
+        info = os.stat(path.strip())
+    except OSError:
+        return "missing"
+    return f"{info.st_mtime_ns}:{info.st_size}:{info.st_ino}"
 
 
 def current_policy(env: Mapping[str, str] | None = None) -> TenancyPolicy:
-    """The process's policy from the environment, rebuilt only when the variables change.
+    """The process's policy from the environment, rebuilt only when the variables change or
+    the keys file changes (one ``stat`` per call: a key revoked in the file stops working on
+    the next request).
 
     Raises:
         TenancyConfigError: as :meth:`TenancyPolicy.from_env`.
     """
     global _cached
     env = os.environ if env is None else env
-    marker = (env.get(TRUST_ENV, ""), env.get(KEYS_ENV, ""), env.get(KEYS_FILE_ENV, ""))
+    path = env.get(KEYS_FILE_ENV, "")
+    marker = (
+        env.get(TRUST_ENV, ""),
+        env.get(KEYS_ENV, ""),
+        path,
+        _file_marker(path) if path.strip() else "",
+    )
     cached = _cached
     if cached is not None and cached[0] == marker:
         return cached[1]

@@ -13,7 +13,11 @@ import httpx
 import pytest
 
 from responses_gateway.adapters.base import ModelCall
-from responses_gateway.adapters.chat_completions import ChatCompletionsAdapter, to_chat_request
+from responses_gateway.adapters.chat_completions import (
+    ChatCompletionsAdapter,
+    ChatOptions,
+    to_chat_request,
+)
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -1224,9 +1228,9 @@ def test_to_chat_request_calls_without_text_get_their_own_assistant_message() ->
     items = [user("Go"), fc("c1"), fco("c1"), fc("c2"), fco("c2")]
     assert messages(items) == [
         {"role": "user", "content": "Go"},
-        {"role": "assistant", "tool_calls": [tool_call("c1")]},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c1")]},
         tool("c1"),
-        {"role": "assistant", "tool_calls": [tool_call("c2")]},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c2")]},
         tool("c2"),
     ]
 
@@ -1234,7 +1238,7 @@ def test_to_chat_request_calls_without_text_get_their_own_assistant_message() ->
 def test_to_chat_request_text_after_calls_is_a_separate_message() -> None:
     items = [fc("c1"), assistant("After.")]
     assert messages(items) == [
-        {"role": "assistant", "tool_calls": [tool_call("c1")]},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c1")]},
         {"role": "assistant", "content": "After."},
     ]
 
@@ -1242,6 +1246,7 @@ def test_to_chat_request_text_after_calls_is_a_separate_message() -> None:
 def test_to_chat_request_call_with_empty_arguments_sends_empty_object() -> None:
     assert messages([fc("c1", "now", ""), fco("c1")])[0] == {
         "role": "assistant",
+        "content": "",
         "tool_calls": [tool_call("c1", "now", "{}")],
     }
 
@@ -1250,7 +1255,7 @@ def test_to_chat_request_output_before_its_call_is_moved_after_it() -> None:
     items = [user("Go"), fco("c2", "two"), fco("c1", "one"), fc("c1"), fc("c2"), user("Next")]
     assert messages(items) == [
         {"role": "user", "content": "Go"},
-        {"role": "assistant", "tool_calls": [tool_call("c1"), tool_call("c2")]},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c1"), tool_call("c2")]},
         tool("c1", "one"),
         tool("c2", "two"),
         {"role": "user", "content": "Next"},
@@ -1284,15 +1289,134 @@ def test_to_chat_request_unknown_item_types_are_ignored() -> None:
     assert messages(items) == [{"role": "user", "content": "Go"}]
 
 
-def test_to_chat_request_tool_output_parts_join_as_text() -> None:
+def test_to_chat_request_tool_output_text_parts_join_and_images_follow_in_a_user_message() -> None:
     output = [
         {"type": "input_text", "text": "line 1"},
         {"type": "input_image", "image_url": "https://x/i.png"},
         {"type": "input_text", "text": "line 2"},
     ]
     items = [fc("c1"), fco("c1", output), fc("c2"), fco("c2", None)]
-    assert messages(items)[1] == tool("c1", "line 1\nline 2")
-    assert messages(items)[3] == tool("c2", "")
+    assert messages(items) == [
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c1")]},
+        tool("c1", "line 1\nline 2"),
+        {
+            "role": "user",
+            "content": [{"type": "image_url", "image_url": {"url": "https://x/i.png"}}],
+        },
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c2")]},
+        tool("c2", ""),
+    ]
+
+
+def test_to_chat_request_parallel_image_outputs_wait_for_every_tool_message() -> None:
+    image = "data:image/png;base64,iVBORw0KGgo="
+    items = [
+        user("Look"),
+        fc("c1"),
+        fc("c2"),
+        fco("c1", [{"type": "input_image", "image_url": image, "detail": "high"}]),
+        fco(
+            "c2",
+            [
+                {
+                    "type": "input_file",
+                    "file_data": "data:application/pdf;base64,JVBE",
+                    "filename": "a.pdf",
+                }
+            ],
+        ),
+        {"type": "message", "role": "assistant", "content": "Seen."},
+    ]
+    assert messages(items) == [
+        {"role": "user", "content": "Look"},
+        {"role": "assistant", "content": "", "tool_calls": [tool_call("c1"), tool_call("c2")]},
+        tool("c1", "(The result is the attached content in the next message.)"),
+        tool("c2", "(The result is the attached content in the next message.)"),
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": image, "detail": "high"}},
+                {
+                    "type": "file",
+                    "file": {"file_data": "data:application/pdf;base64,JVBE", "filename": "a.pdf"},
+                },
+            ],
+        },
+        {"role": "assistant", "content": "Seen."},
+    ]
+
+
+def test_to_chat_request_item_extra_keys_never_reach_the_upstream() -> None:
+    items = [
+        {
+            "type": "message",
+            "id": "msg_1",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Hi"}],
+            "internal_chat_message_metadata_passthrough": {"turn": 1},
+        },
+        {
+            "type": "message",
+            "id": "msg_2",
+            "role": "assistant",
+            "status": "completed",
+            "content": [
+                {"type": "output_text", "text": "Hello", "annotations": [], "logprobs": []}
+            ],
+        },
+    ]
+    assert messages(items) == [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello"},
+    ]
+
+
+def _reasoning(text: str | None) -> dict[str, Any]:
+    content = None if text is None else [{"type": "reasoning_text", "text": text}]
+    return {"type": "reasoning", "id": "rs_1", "summary": [], "content": content}
+
+
+def test_to_chat_request_reasoning_is_dropped_by_default() -> None:
+    items = [user("Go"), _reasoning("think"), fc("c1"), fco("c1")]
+    assert messages(items)[1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [tool_call("c1")],
+    }
+
+
+def test_to_chat_request_reasoning_content_is_replayed_when_the_provider_accepts_it() -> None:
+    options = ChatOptions(send_reasoning_content=True)
+    items = [
+        user("Go"),
+        _reasoning("step one"),
+        fc("c1"),
+        fco("c1"),
+        _reasoning("step two"),
+        _reasoning(None),
+        {"type": "message", "role": "assistant", "content": "Done"},
+    ]
+    sent = to_chat_request(ModelCall(model="m", input=items), options)["messages"]
+    assert sent == [
+        {"role": "user", "content": "Go"},
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "step one",
+            "tool_calls": [tool_call("c1")],
+        },
+        tool("c1"),
+        {"role": "assistant", "content": "Done", "reasoning_content": "step two"},
+    ]
+
+
+@pytest.mark.parametrize(("accepts", "expected"), [(False, None), (True, "low")])
+def test_to_chat_request_verbosity_only_when_the_provider_accepts_it(
+    accepts: bool, expected: str | None
+) -> None:
+    call = ModelCall(model="m", input=[user("Hi")], params={"text": {"verbosity": "low"}})
+    payload = to_chat_request(call, ChatOptions(send_verbosity=accepts))
+    assert payload.get("verbosity") == expected
 
 
 def test_to_chat_request_tools_and_tool_choice_are_nested_under_function() -> None:

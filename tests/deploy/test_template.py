@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
-from responses_gateway.api import conversations, responses
+from responses_gateway.api import conversations, responses, usage
 from responses_gateway.store.table import TABLE_DEFINITION, TTL_ATTRIBUTE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,8 +36,23 @@ EXECUTION_ARNS = (
 )
 API_FUNCTIONS = {"StreamingFunction", "BufferedFunction"}
 UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction"}
+SEALING_SECRET_ARN = {
+    "Fn::If": [
+        "GenerateSealingKeys",
+        {"Ref": "SealingKeysSecret"},
+        {
+            "Fn::Sub": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:"
+            "secret:${SealingKeysSecretName}-??????"
+        },
+    ]
+}
 """The functions that call the upstream model (and so read its key)."""
-STREAMING_ROUTES = {("POST", "/v1/responses"), ("GET", "/v1/responses/{response_id}")}
+STREAMING_ROUTES = {
+    ("POST", "/v1/responses"),
+    ("GET", "/v1/responses/{response_id}"),
+    ("POST", "/v1/responses/compact"),  # these two call the upstream: its key, long timeout
+    ("POST", "/v1/responses/input_tokens"),
+}
 LWA_LAYER = re.compile(
     r"^arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:layer:"
     r"LambdaAdapterLayerArm64:\$\{LambdaAdapterLayerVersion\}$"
@@ -61,7 +76,7 @@ def _routes(cfn: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def _app_routes() -> set[tuple[str, str]]:
     return {
         (method, route.path)
-        for router in (responses.router, conversations.router)
+        for router in (responses.router, conversations.router, usage.router)
         for route in router.routes
         if isinstance(route, APIRoute)
         for method in route.methods or ()
@@ -269,12 +284,25 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
                 assert condition is None
                 assert all(_table_arn(r) for r in resources), name
                 assert "dynamodb:DeleteTable" not in actions
+            elif "${ConfigSecretsPrefix}/*" in json.dumps(resources):
+                # the configuration parameter and providers' keys: reads under one prefix
+                assert condition is None
+                assert name.removesuffix("Role") in UPSTREAM_CALLERS | {"BufferedFunction"}
+                assert all(a.startswith(("ssm:Get", "secretsmanager:Get")) for a in actions)
             elif actions == ["ssm:DescribeParameters"]:
-                assert condition == "HasKeyParameter"
+                assert condition in ("HasKeyParameter", None)
             elif all(a.startswith("ssm:Get") for a in actions):
                 assert name.removesuffix("Role") in UPSTREAM_CALLERS
                 assert condition == "HasKeyParameter"
                 assert "UpstreamApiKeyParameterName" in json.dumps(resources)
+            elif actions == ["secretsmanager:GetSecretValue"] and "Sealing" in json.dumps(
+                resources
+            ):
+                assert name.removesuffix("Role") in UPSTREAM_CALLERS  # they seal and unseal
+                assert condition is None
+                assert resources == [
+                    {"Fn::Sub": ["${secretArn}", {"secretArn": SEALING_SECRET_ARN}]}
+                ], name
             elif actions == ["secretsmanager:GetSecretValue"]:
                 assert name.removesuffix("Role") in UPSTREAM_CALLERS
                 assert condition == "HasKeySecret"
@@ -295,7 +323,7 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
             assert condition is None or not actions[0].startswith(("states:", "lambda:"))
     assert _statements(roles["AuthorizerFunctionRole"]) == []
     buffered = json.dumps(roles["BufferedFunctionRole"])
-    assert "ssm:" not in buffered and "secretsmanager:" not in buffered
+    assert "UpstreamApiKey" not in buffered  # it reads the configuration, never the old key
     for name in ("WorkerFunctionRole", "AuthorizerFunctionRole"):
         assert "states:" not in json.dumps(roles[name]), name
     machine = json.dumps(roles["BackgroundStateMachineRole"])

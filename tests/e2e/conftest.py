@@ -31,6 +31,8 @@ UPSTREAM_KEY = "sk-upstream-secret-key"
 
 MODELS = {"chat": "scripted-chat", "responses": "scripted-responses", "harmony": "scripted-harmony"}
 """The model name that routes to each wire format."""
+CHAT_REPLAY_MODEL = "scripted-chat-replay"
+"""A chat provider with ``send_reasoning_content`` and ``send_verbosity`` on."""
 
 
 TABLE = "responses-gateway-e2e"
@@ -124,6 +126,15 @@ def stack() -> Iterator[Stack]:
                     "api": "chat",
                     "models": ["scripted-chat-strict"],
                     "hosted_tools": "reject",
+                },
+                {
+                    "name": "chat-replay",  # a chat server that takes reasoning_content/verbosity
+                    "base_url": base,
+                    "api": "chat",
+                    "api_key": UPSTREAM_KEY,
+                    "models": [CHAT_REPLAY_MODEL],
+                    "send_reasoning_content": True,
+                    "send_verbosity": True,
                 },
                 {
                     "name": "auto",

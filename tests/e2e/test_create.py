@@ -304,6 +304,7 @@ def test_create_single_function_call_returns_to_client_and_continuation_replays_
             {"role": "user", "content": "Weather in Paris?"},
             {
                 "role": "assistant",
+                "content": "",
                 "tool_calls": [
                     {
                         "id": "call_abc",

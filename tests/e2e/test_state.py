@@ -97,6 +97,7 @@ def test_three_turn_chain_with_function_calls_replays_exact_transcript(
             {"role": "user", "content": "Weather in Oslo?"},
             {
                 "role": "assistant",
+                "content": "",
                 "tool_calls": [
                     {
                         "id": "call_1",
@@ -190,6 +191,7 @@ def test_chain_through_every_item_type_lowers_mcp_and_keeps_control_items_back(
             {"role": "user", "content": "Compute"},
             {
                 "role": "assistant",
+                "content": "",
                 "tool_calls": [
                     {
                         "id": "mcp_1",
@@ -201,6 +203,7 @@ def test_chain_through_every_item_type_lowers_mcp_and_keeps_control_items_back(
             {"role": "tool", "tool_call_id": "mcp_1", "content": "3"},
             {
                 "role": "assistant",
+                "content": "",
                 "tool_calls": [
                     {
                         "id": "mcp_2",

@@ -196,6 +196,7 @@ def test_tool_items_round_trip_to_the_next_turn(
             {"role": "user", "content": "go"},
             {
                 "role": "assistant",
+                "content": "",
                 "tool_calls": [
                     {
                         "id": call_id,

@@ -154,3 +154,95 @@ def test_decide_after_execute_tools_returns_lowered_client_calls_to_the_client()
     shell = {"type": "shell_call", "call_id": "c", "action": {}, "status": "completed"}
 
     assert decide_after_execute_tools(_state([_mcp("completed"), shell])) == Finish("completed")
+
+
+# -- context: compaction and truncation before a model call -----------------------------------
+
+from responses_gateway.context.meter import ContextLimits  # noqa: E402
+from responses_gateway.context.tokens import TokenCount  # noqa: E402
+from responses_gateway.loop.driver import (  # noqa: E402
+    decide_after_compact,
+    decide_before_call_llm,
+)
+from responses_gateway.loop.state import Compact, Truncate  # noqa: E402
+
+
+def _user(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": text}
+
+
+def _transcript_state() -> LoopState:
+    state = _state([])
+    state.upstream_input = [_user("x " * 200), _user("y " * 200), _user("latest")]
+    return state
+
+
+def test_decide_before_call_llm_unmeasured_calls_now() -> None:
+    assert decide_before_call_llm(_transcript_state(), ContextLimits(window=10), None) is None
+
+
+def test_decide_before_call_llm_over_threshold_compacts() -> None:
+    limits = ContextLimits(window=1000, compact_threshold=300)
+    action = decide_before_call_llm(_transcript_state(), limits, TokenCount(400, "upstream"))
+    assert action == Compact("threshold")
+
+
+def test_decide_before_call_llm_just_compacted_never_compacts_twice() -> None:
+    state = _transcript_state()
+    state.output = [{"type": "compaction", "id": "cmp_1", "encrypted_content": "x"}]
+    limits = ContextLimits(window=1000, compact_threshold=300)
+    assert decide_before_call_llm(state, limits, TokenCount(400, "upstream")) is None
+
+
+def test_decide_before_call_llm_over_window_disabled_fails_context_length() -> None:
+    action = decide_before_call_llm(
+        _transcript_state(), ContextLimits(window=300), TokenCount(301, "upstream")
+    )
+    assert isinstance(action, Finish) and action.outcome == "failed"
+    assert action.error is not None and action.error["code"] == "context_length_exceeded"
+
+
+def test_decide_before_call_llm_reserve_counts_against_the_window() -> None:
+    limits = ContextLimits(window=300, reserve=100)
+    action = decide_before_call_llm(_transcript_state(), limits, TokenCount(250, "o200k"))
+    assert isinstance(action, Finish) and action.outcome == "failed"
+
+
+def test_decide_before_call_llm_over_window_auto_truncates_oldest() -> None:
+    limits = ContextLimits(window=250, truncation="auto")
+    action = decide_before_call_llm(_transcript_state(), limits, TokenCount(400, "upstream"))
+    assert action == Truncate(1)
+
+
+def test_decide_before_call_llm_auto_with_nothing_left_to_drop_fails() -> None:
+    state = _state([])
+    state.upstream_input = [_user("only " * 400)]
+    limits = ContextLimits(window=100, truncation="auto")
+    action = decide_before_call_llm(state, limits, TokenCount(400, "upstream"))
+    assert isinstance(action, Finish) and action.outcome == "failed"
+
+
+def test_decide_start_compaction_trigger_last_compacts_for_the_client() -> None:
+    assert decide_start((), [_user("hi"), {"type": "compaction_trigger"}]) == Compact("client")
+    assert decide_start((), [{"type": "compaction_trigger"}, _user("hi")]) == CallLlm()
+
+
+def test_decide_after_compact_client_trigger_finishes_threshold_calls_model() -> None:
+    assert decide_after_compact(_state([]), Compact("client")) == Finish("completed")
+    assert decide_after_compact(_state([]), Compact("threshold")) == CallLlm()
+
+
+def test_decide_within_budget_without_a_budget_calls_the_model() -> None:
+    from responses_gateway.loop.driver import decide_within_budget
+    from responses_gateway.usage.budget import BudgetStatus
+
+    assert decide_within_budget(_state([]), None) == CallLlm()
+    assert decide_within_budget(_state([]), BudgetStatus()) == CallLlm()
+
+
+def test_decide_within_budget_spent_budget_finishes_incomplete() -> None:
+    from responses_gateway.loop.driver import decide_within_budget
+    from responses_gateway.usage.budget import BudgetStatus
+
+    action = decide_within_budget(_state([MESSAGE]), BudgetStatus("daily_tokens"))
+    assert action == Finish("incomplete", reason="budget_exceeded")

@@ -294,12 +294,12 @@ async def test_put_response_every_item_has_schema_version_and_ttl(
 
     items = table_items(local_dynamo, tenant)
 
-    assert {i["SK"]["S"][0] for i in items} == {"R", "L", "C"}
+    assert {i["SK"]["S"][0] for i in items} == {"R", "L", "C", "I"}
     assert all(i["schema_version"] == {"N": str(RECORD_VERSION)} for i in items)
     assert all(int(i["ttl"]["N"]) == CREATED + 30 * DAY for i in items)
 
 
-async def test_put_response_small_record_costs_one_write_round_trip(
+async def test_put_response_small_record_costs_one_write_round(
     store: DynamoStore, tenant: str
 ) -> None:
     await store.put_response(make_record(tenant, "r"))
@@ -307,7 +307,8 @@ async def test_put_response_small_record_costs_one_write_round_trip(
 
     units = store.meter.snapshot()
 
-    assert (units["put_response"].round_trips, units["put_response"].write_units) == (1, 1)
+    # META (1 WRU) and its 3 index items (1 WRU each): two requests sent in parallel.
+    assert (units["put_response"].round_trips, units["put_response"].write_units) == (2, 4)
     assert (units["get_response"].round_trips, units["get_response"].read_units) == (1, 1)
     store.meter.reset()
     assert store.meter.snapshot() == {}
@@ -424,3 +425,82 @@ async def test_get_response_newer_schema_version_raises_store_error(
 
     with pytest.raises(StoreError, match="schema version"):
         await store.get_response(tenant, "r")
+
+
+# -- the item index (item_reference) ---------------------------------------------------------
+
+
+async def test_get_items_finds_input_and_output_items_of_any_response_in_one_read(
+    store: DynamoStore, tenant: str
+) -> None:
+    await build_chain(store, tenant, 3)
+    record = make_record(tenant, "other")
+    await store.put_response(record)
+    store.meter.reset()
+
+    ids = ["msg_resp_000", "fc_resp_002", "msg_other", "fc_other", "nope", "msg_resp_000"]
+    found = await store.get_items(tenant, ids)
+
+    assert set(found) == {"msg_resp_000", "fc_resp_002", "msg_other", "fc_other"}
+    assert found["fc_other"] == record.output[1]
+    assert found["msg_other"] == record.output[0]
+    units = store.meter.snapshot()["get_items"]
+    assert (units.round_trips, units.read_units) == (1, 5)  # 4 found + 1 missing key
+
+
+async def test_get_items_is_tenant_scoped(store: DynamoStore, tenant: str) -> None:
+    await store.put_response(make_record(tenant, "r"))
+    assert await store.get_items("someone-else", ["msg_r"]) == {}
+    assert set(await store.get_items(tenant, ["msg_r"])) == {"msg_r"}
+
+
+async def test_get_items_chunks_at_100_keys(store: DynamoStore, tenant: str) -> None:
+    await store.put_response(make_record(tenant, "r"))
+    store.meter.reset()
+    found = await store.get_items(tenant, [f"missing_{i}" for i in range(250)] + ["fc_r"])
+    assert set(found) == {"fc_r"}
+    assert store.meter.snapshot()["get_items"].round_trips == 3  # 3 BatchGets in parallel
+
+
+async def test_deleted_response_items_stop_resolving(store: DynamoStore, tenant: str) -> None:
+    await store.put_response(make_record(tenant, "a"))
+    await store.put_response(make_record(tenant, "b"))
+    assert await store.delete_response(tenant, "a")
+    assert await store.get_items(tenant, ["msg_a", "fc_a", "msg_b"]) == {
+        "msg_b": make_record(tenant, "b").output[0]
+    }
+
+
+async def test_deleting_an_older_response_keeps_an_id_a_later_one_reused(
+    store: DynamoStore, tenant: str
+) -> None:
+    shared = {"type": "message", "id": "msg_shared", "role": "user", "content": "hi"}
+    first = make_record(tenant, "first")
+    first.input_items = [shared]
+    later = make_record(tenant, "later")
+    later.input_items = [shared]
+    await store.put_response(first)
+    await store.put_response(later)
+    await store.delete_response(tenant, "first")
+    assert await store.get_items(tenant, ["msg_shared"]) == {"msg_shared": shared}
+    await store.delete_response(tenant, "later")
+    assert await store.get_items(tenant, ["msg_shared"]) == {}
+
+
+async def test_expired_items_do_not_resolve(store: DynamoStore, tenant: str, clock: Any) -> None:
+    await store.put_response(make_record(tenant, "r"))
+    clock.now = CREATED + 30 * DAY
+    assert await store.get_items(tenant, ["msg_r"]) == {}
+
+
+async def test_items_over_350_kb_are_read_from_their_response(
+    store: DynamoStore, tenant: str
+) -> None:
+    huge = {"type": "message", "id": "msg_huge", "role": "user", "content": random_base64(600_000)}
+    record = make_record(tenant, "r")
+    record.input_items = [huge]
+    await store.put_response(record)
+    assert await store.get_items(tenant, ["msg_huge", "fc_r"]) == {
+        "msg_huge": huge,
+        "fc_r": record.output[1],
+    }

@@ -26,6 +26,7 @@ from responses_gateway.testing import (
     Usage,
     create_fake_upstream_app,
     demo_turn,
+    fake_upstream,
     run_in_thread,
 )
 
@@ -73,6 +74,7 @@ def upstream(shared_upstream: ScriptedUpstream) -> ScriptedUpstream:
     shared_upstream.demo = True
     shared_upstream.models = []
     shared_upstream.responses_only_models = set()
+    shared_upstream.context_windows = {}
     return shared_upstream
 
 
@@ -1151,3 +1153,53 @@ def test_demo_is_deterministic() -> None:
 
 def test_usage_total() -> None:
     assert Usage(3, 4).total_tokens == 7
+
+
+# -- context: windows, tokenizers, native compaction --------------------------------------------
+
+
+def test_models_endpoint_reports_scripted_windows_like_vllm(
+    http: httpx.Client, upstream: ScriptedUpstream
+) -> None:
+    upstream.context_windows = {"small": 512}
+    data = http.get("/v1/models").json()["data"]
+    assert {
+        "id": "small",
+        "object": "model",
+        "created": 0,
+        "owned_by": "fake-upstream",
+        "max_model_len": 512,
+    } in data
+
+
+def test_tokenize_counts_words_in_every_dialect(
+    http: httpx.Client, upstream: ScriptedUpstream
+) -> None:
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "a b c"}]
+    vllm = http.post("/tokenize", json={"model": "m", "messages": messages}).json()
+    assert vllm["count"] == 5 and len(vllm["tokens"]) == 5
+    assert http.post("/tokenize", json={"prompt": "x y"}).json()["count"] == 2
+    template = http.post("/apply-template", json={"messages": messages}).json()["prompt"]
+    assert http.post("/tokenize", json={"content": template}).json()["tokens"] == [0, 1, 2, 3, 4]
+    counted = http.post(
+        "/v1/responses/input_tokens", json={"input": "one two", "instructions": "three"}
+    ).json()
+    assert counted == {"object": "response.input_tokens", "input_tokens": 3}
+    chat = chat_body(messages=messages)
+    assert fake_upstream.default_usage(chat, "chat", Turn(text="")).input_tokens == vllm["count"]
+
+
+def test_native_compact_returns_user_messages_and_one_opaque_item(
+    sdk: openai.OpenAI, upstream: ScriptedUpstream
+) -> None:
+    compacted = sdk.responses.compact(
+        model="m",
+        input=[
+            {"role": "user", "content": "first"},
+            {"role": "assistant", "content": "reply"},
+            {"role": "user", "content": "second"},
+        ],
+    )
+    assert [item.type for item in compacted.output] == ["message", "message", "compaction"]
+    assert compacted.output[-1].encrypted_content.startswith("upstream-opaque-")
+    assert upstream.compactions == 1 and compacted.object == "response.compaction"

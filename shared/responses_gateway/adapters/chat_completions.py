@@ -11,13 +11,28 @@ Translation rules (the lossy ones on purpose):
 * ``developer`` messages become ``system`` messages (most chat servers reject ``developer``).
   Text parts of one message are joined with ``"\\n"`` into a plain string; a message with an image
   or file part is sent as a list of chat parts instead.
-* ``reasoning`` items are never sent upstream: most chat servers reject or ignore prior reasoning.
-  Item types other than messages, function calls and their outputs are ignored.
+* ``reasoning`` items are not sent upstream by default: most chat servers reject or ignore prior
+  reasoning. With the provider option ``send_reasoning_content``, the reasoning text of the
+  reasoning items before an assistant message (restored from the gateway's sealed
+  ``encrypted_content`` when the client replayed only that) is sent as that message's
+  ``reasoning_content``. Item types other than messages, function calls and their outputs are
+  ignored.
+* Messages are rebuilt field by field, so extra keys clients put on items (``id``, ``status``,
+  ``annotations``, ``logprobs``, Codex's ``internal_chat_message_metadata_passthrough``) never
+  reach the upstream.
 * An assistant message and the ``function_call`` items right after it form ONE assistant message
-  with ``tool_calls``. Every ``function_call_output`` is placed after its call (reordered when the
-  client sent it earlier); an output with no call is a 400, since chat cannot represent it.
-* ``prompt_cache_key``, ``safety_identifier``, ``include`` and ``text.verbosity`` are not sent
-  (most chat servers reject unknown fields).
+  with ``tool_calls`` and ``content`` ``""`` (never null or absent: llama-cpp-python's
+  chatml-function-calling and several Jinja templates need a string). Every
+  ``function_call_output`` is placed after its call (reordered when the client sent it earlier);
+  an output with no call is a 400, since chat cannot represent it.
+* A ``function_call_output`` whose ``output`` is an array of parts (Codex's ``view_image``) becomes
+  a ``tool`` message with the text parts joined (a placeholder when there is none), and its image
+  and file parts travel in ONE ``user`` message placed after the tool messages of that turn:
+  ``tool`` messages with image parts are rejected by most chat servers and templates, and a
+  ``user`` message between a call and its ``tool`` message breaks the pairing they all check.
+* ``prompt_cache_key``, ``safety_identifier`` and ``include`` are not sent (most chat servers
+  reject unknown fields); ``text.verbosity`` is sent as ``verbosity`` only with the provider option
+  ``send_verbosity``.
 * Tools of every other type, their call items and ``tool_choice`` arrive already lowered to
   functions by the loop (:func:`responses_gateway.tool_kinds.tool_view`): this adapter only ever
   sees ``function`` tools and ``function_call`` / ``function_call_output`` items.
@@ -54,6 +69,7 @@ from responses_gateway.loop.state import StopReason, TurnResult
 
 __all__ = [
     "ChatCompletionsAdapter",
+    "ChatOptions",
     "chat_status_error",
     "chat_stream_error",
     "chat_usage",
@@ -64,6 +80,17 @@ __all__ = [
 _ROLES = {"developer": "system"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
 _PASSED_PARAMS = ("temperature", "top_p", "user", "parallel_tool_calls", "service_tier")
+_IMAGE_ONLY_OUTPUT = "(The result is the attached content in the next message.)"
+
+
+@dataclass(frozen=True, slots=True)
+class ChatOptions:
+    """What a chat server accepts beyond the common fields (provider options)."""
+
+    send_reasoning_content: bool = False
+    """Replay reasoning as ``reasoning_content`` on assistant messages."""
+    send_verbosity: bool = False
+    """Send ``text.verbosity`` as ``verbosity``."""
 
 
 # --- request: Responses items -> chat payload ------------------------------------------------
@@ -120,19 +147,41 @@ def _chat_message(item: dict[str, Any]) -> dict[str, Any]:
     return {"role": role, "content": parts}
 
 
-def _tool_output(output: Any) -> str:
+def _tool_output(output: Any) -> tuple[str, list[dict[str, Any]]]:
+    """A tool result as the ``tool`` message's text and the non-text chat parts it carried."""
     if output is None:
-        return ""
-    if isinstance(output, str | list):
-        return _join_text(output)
-    return json.dumps(output)
+        return "", []
+    if isinstance(output, str):
+        return output, []
+    if not isinstance(output, list):
+        return json.dumps(output), []
+    parts = [p for p in (_chat_part(x) for x in output if isinstance(x, dict)) if p is not None]
+    attached = [p for p in parts if p["type"] != "text"]
+    text = "\n".join(p["text"] for p in parts if p["type"] == "text")
+    return (text or (_IMAGE_ONLY_OUTPUT if attached else "")), attached
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    parts = content if isinstance(content, list) else []
+    return "".join(
+        str(p.get("text") or "")
+        for p in parts
+        if isinstance(p, dict) and p.get("type") == "reasoning_text"
+    )
 
 
 class _Transcript:
     """Builds chat messages, merging tool calls and keeping each output after its call."""
 
-    def __init__(self, items: list[dict[str, Any]]) -> None:
+    def __init__(self, items: list[dict[str, Any]], options: ChatOptions = ChatOptions()) -> None:
         self.messages: list[dict[str, Any]] = []
+        self._options = options
+        self._reasoning: list[str] = []
+        """Reasoning text waiting for the next assistant message (``send_reasoning_content``)."""
+        self._attached: list[dict[str, Any]] = []
+        """Image/file parts of tool results, sent in a user message once the turn's tool
+        messages are all placed."""
         self._calls_ahead = {i.get("call_id") for i in items if i.get("type") == "function_call"}
         self._seen: set[Any] = set()
         self._deferred: dict[Any, list[dict[str, Any]]] = {}
@@ -150,13 +199,32 @@ class _Transcript:
             self._output(item)
         elif kind == "message":
             self._close_group()
+            self._flush_attached()
             message = _chat_message(item)
+            if message["role"] == "assistant":
+                self._take_reasoning(message)
             self.messages.append(message)
             self._open = message if message["role"] == "assistant" else None
+        elif kind == "reasoning" and self._options.send_reasoning_content:
+            text = _reasoning_text(item)
+            if text:
+                self._reasoning.append(text)
+
+    def _take_reasoning(self, message: dict[str, Any]) -> None:
+        if self._reasoning:
+            message["reasoning_content"] = "\n".join(self._reasoning)
+            self._reasoning = []
+
+    def _flush_attached(self) -> None:
+        if self._attached:
+            self.messages.append({"role": "user", "content": self._attached})
+            self._attached = []
 
     def _call(self, item: dict[str, Any]) -> None:
         if self._open is None:
-            self._open = {"role": "assistant"}
+            self._flush_attached()
+            self._open = {"role": "assistant", "content": ""}
+            self._take_reasoning(self._open)
             self.messages.append(self._open)
         call_id = item.get("call_id")
         self._open.setdefault("tool_calls", []).append(
@@ -174,7 +242,8 @@ class _Transcript:
 
     def _output(self, item: dict[str, Any]) -> None:
         call_id = item.get("call_id")
-        content = _tool_output(item.get("output"))
+        content, attached = _tool_output(item.get("output"))
+        self._attached += attached
         message = {"role": "tool", "tool_call_id": call_id, "content": content}
         if call_id in self._seen:
             self.messages.append(message)
@@ -194,6 +263,7 @@ class _Transcript:
 
     def finish(self) -> list[dict[str, Any]]:
         self._close_group()
+        self._flush_attached()
         return self.messages
 
 
@@ -216,8 +286,11 @@ def _tool_choice(choice: Any) -> Any:
     return None
 
 
-def _params(params: dict[str, Any]) -> dict[str, Any]:
+def _params(params: dict[str, Any], options: ChatOptions) -> dict[str, Any]:
     out = {k: params[k] for k in _PASSED_PARAMS if params.get(k) is not None}
+    verbosity = (params.get("text") or {}).get("verbosity")
+    if options.send_verbosity and isinstance(verbosity, str):
+        out["verbosity"] = verbosity
     if params.get("max_output_tokens") is not None:
         out["max_tokens"] = params["max_output_tokens"]
     if params.get("top_logprobs") is not None:
@@ -235,13 +308,13 @@ def _params(params: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def to_chat_request(call: ModelCall) -> dict[str, Any]:
+def to_chat_request(call: ModelCall, options: ChatOptions = ChatOptions()) -> dict[str, Any]:
     """The exact ``/chat/completions`` payload for ``call`` (always a streaming request).
 
     Raises:
         InvalidRequestError: the input cannot be represented in chat messages.
     """
-    transcript = _Transcript(call.input)
+    transcript = _Transcript(call.input, options)
     if call.instructions:
         transcript.messages.append({"role": "system", "content": call.instructions})
     for item in call.input:
@@ -253,7 +326,7 @@ def to_chat_request(call: ModelCall) -> dict[str, Any]:
         choice = _tool_choice(call.tool_choice)
         if choice is not None:
             payload["tool_choice"] = choice
-    payload.update(_params(call.params))
+    payload.update(_params(call.params, options))
     payload["stream"] = True
     payload["stream_options"] = {"include_usage": True}
     return payload
@@ -533,6 +606,10 @@ class ChatCompletionsAdapter(EndpointAdapter):
     wire = "chat"
     path = "/chat/completions"
 
+    def __init__(self, *args: Any, options: ChatOptions = ChatOptions(), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.options = options
+
     async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
         """Stream one chat completion into ``out``; see the module docstring for the rules.
 
@@ -545,7 +622,7 @@ class ChatCompletionsAdapter(EndpointAdapter):
             UpstreamProtocolError: the upstream's answer was no event stream, or could not be
                 parsed.
         """
-        payload = to_chat_request(call)
+        payload = to_chat_request(call, self.options)
         stream = _ChatStream(out)
         await read_event_stream(self._endpoint, payload, chat_status_error, out, stream)
         stream.flush()

@@ -18,7 +18,7 @@ from typing import Literal
 import httpx
 
 from responses_gateway.adapters.base import Adapter, ModelCall
-from responses_gateway.adapters.chat_completions import ChatCompletionsAdapter
+from responses_gateway.adapters.chat_completions import ChatCompletionsAdapter, ChatOptions
 from responses_gateway.adapters.harmony import HarmonyAdapter
 from responses_gateway.adapters.responses_api import ResponsesAdapter
 from responses_gateway.config import Provider
@@ -152,8 +152,12 @@ def make_adapter(
 def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeLatch) -> Adapter:
     args = (client, provider.base_url, provider.api_key, dict(provider.headers))
     timeout = provider.timeout
+    options = ChatOptions(
+        send_reasoning_content=provider.send_reasoning_content,
+        send_verbosity=provider.send_verbosity,
+    )
     if provider.api == "chat":
-        return ChatCompletionsAdapter(*args, timeout=timeout)
+        return ChatCompletionsAdapter(*args, timeout=timeout, options=options)
     if provider.api == "responses":
         return ResponsesAdapter(*args, timeout=timeout)
     if provider.api == "harmony":
@@ -161,7 +165,7 @@ def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeL
     if auto_wire(provider.base_url) == "responses":
         return ResponsesAdapter(*args, timeout=timeout)
     return AutoAdapter(
-        ChatCompletionsAdapter(*args, timeout=timeout),
+        ChatCompletionsAdapter(*args, timeout=timeout, options=options),
         ResponsesAdapter(*args, timeout=timeout),
         provider.base_url,
         latch,

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of
+from responses_gateway.api.encoding import read_body
 from responses_gateway.api.responses import parse_json, read_include
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
@@ -98,7 +99,7 @@ def _item_not_found(item_id: str) -> NotFoundError:
 
 @router.post("")
 async def create_conversation(request: Request) -> dict[str, Any]:
-    data = _body(await request.body())
+    data = _body(await read_body(request))
     conversation = Conversation(
         tenant=tenant_of(request),
         id=new_id("conv"),
@@ -116,7 +117,7 @@ async def retrieve_conversation(request: Request, conversation_id: str) -> dict[
 
 @router.post("/{conversation_id}")
 async def update_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    data = _body(await request.body())
+    data = _body(await read_body(request))
     if "metadata" not in data:
         raise InvalidRequestError(
             "Missing required parameter: 'metadata'.",
@@ -140,7 +141,7 @@ async def delete_conversation(request: Request, conversation_id: str) -> dict[st
 
 @router.post("/{conversation_id}/items")
 async def create_items(request: Request, conversation_id: str) -> dict[str, Any]:
-    data = _body(await request.body())
+    data = _body(await read_body(request))
     if "items" not in data:
         raise InvalidRequestError(
             "Missing required parameter: 'items'.",

@@ -20,7 +20,7 @@ from fastapi import Request
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.service import Gateway, PreparedRun
-from responses_gateway.tenancy import LOCAL_TENANT, TenancyPolicy, current_policy
+from responses_gateway.tenancy import LOCAL_TENANT, Identity, TenancyPolicy, current_policy
 
 __all__ = [
     "LOCAL_TENANT",
@@ -28,6 +28,7 @@ __all__ = [
     "Page",
     "Timing",
     "gateway_of",
+    "identity_of",
     "invocation_deadline",
     "list_object",
     "page_params",
@@ -60,7 +61,21 @@ def tenant_of(request: Request) -> str:
     Raises:
         AuthenticationError: the request carries no valid API key (401 ``invalid_api_key``).
     """
-    return _policy(request).resolve(event=request.scope.get("aws.event"), headers=request.headers)
+    return identity_of(request).tenant
+
+
+def identity_of(request: Request) -> Identity:
+    """The tenant and API key id of a request, also left in ``request.state.identity`` (the
+    access log reads it from there).
+
+    Raises:
+        AuthenticationError: the request carries no valid API key (401 ``invalid_api_key``).
+    """
+    identity = _policy(request).identify(
+        event=request.scope.get("aws.event"), headers=request.headers
+    )
+    request.state.identity = identity
+    return identity
 
 
 def _policy(request: Request) -> TenancyPolicy:

@@ -1,4 +1,4 @@
-"""Routes of ``/v1/responses``: create, retrieve, delete, input items, input tokens.
+"""Routes of ``/v1/responses``: create, retrieve, delete, input items, input tokens, compact.
 
 Owns request parsing and response shapes of these routes. Creating runs the shared loop through
 :mod:`responses_gateway.api.streaming`; everything else reads or deletes stored records.
@@ -7,19 +7,25 @@ Owns request parsing and response shapes of these routes. Creating runs the shar
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
+from responses_gateway.api.deps import (
+    gateway_of,
+    identity_of,
+    list_object,
+    page_params,
+    tenant_of,
+    timing_of,
+)
+from responses_gateway.api.encoding import read_body
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.loop import render_response
-from responses_gateway.loop.prepared import prepare_input, to_model_items
 from responses_gateway.service import PreparedRun
 from responses_gateway.store.base import StoredResponse
 from responses_gateway.tool_kinds import shown
@@ -55,7 +61,10 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 @router.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
-    run = await gateway.prepare(await request.body(), tenant_of(request))
+    identity = identity_of(request)
+    run = await gateway.prepare(
+        await read_body(request), identity.tenant, api_key_id=identity.api_key_id
+    )
     timing = timing_of(request)
     if run.background:
         queued = await start_background(gateway, run)
@@ -89,34 +98,29 @@ def _signal_omitted(response: Response, run: PreparedRun) -> Response:
 
 
 @router.post("/input_tokens")
-async def count_input_tokens(request: Request) -> dict[str, Any]:
-    """An estimate of the input tokens a create with this body would send (about 4 characters
-    per token over the transcript, instructions and tools): no upstream is called."""
-    data = parse_json(await request.body())
-    if not isinstance(data, dict):
-        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
-    if data.get("previous_response_id") and data.get("conversation"):
-        raise InvalidRequestError(
-            "Mutually exclusive parameters: Ensure you are only providing one of: "
-            "'previous_response_id' or 'conversation'.",
-            param="conversation",
-            code="mutually_exclusive_parameters",
-        )
-    gateway = gateway_of(request)
-    context = await gateway.load_context(
-        tenant_of(request), data.get("previous_response_id"), data.get("conversation")
+async def count_input_tokens(request: Request) -> JSONResponse:
+    """The input tokens a create with this body would send, by the upstream's tokenizer where it
+    has one; the ``x-token-count-source`` header says how they were counted."""
+    from responses_gateway.compact import SOURCE_HEADER, count_input_tokens
+
+    tenant = tenant_of(request)
+    data = parse_json(await read_body(request))
+    counted = await count_input_tokens(gateway_of(request), data, tenant)
+    return JSONResponse(
+        {"object": "response.input_tokens", "input_tokens": counted.tokens},
+        headers={SOURCE_HEADER: counted.source},
     )
-    raw = data.get("input")
-    if raw is not None and not isinstance(raw, str | list):
-        raise InvalidRequestError("Invalid type for 'input'.", param="input", code="invalid_type")
-    prepared = prepare_input(raw, context_ids=context.item_ids)
-    counted = [
-        to_model_items(context.history) + prepared.upstream_input,
-        data.get("instructions") or "",
-        data.get("tools") or [],
-    ]
-    characters = len(json.dumps(counted, separators=(",", ":"), ensure_ascii=False))
-    return {"object": "response.input_tokens", "input_tokens": math.ceil(characters / 4)}
+
+
+@router.post("/compact")
+async def compact_conversation(request: Request) -> dict[str, Any]:
+    """Compact a conversation: its user messages and one ``compaction`` item (see
+    :mod:`responses_gateway.compact`)."""
+    from responses_gateway.compact import compact
+
+    tenant = tenant_of(request)
+    data = parse_json(await read_body(request))
+    return await compact(gateway_of(request), data, tenant)
 
 
 def _starting_after(request: Request) -> int:

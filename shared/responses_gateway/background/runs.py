@@ -236,8 +236,14 @@ async def commit_ending(
     state: LoopState,
     run: dict[str, Any],
 ) -> dict[str, Any]:
-    """Claim the run's ending; if this claim won (or is ours, retried), wake its followers and
-    write its record. Returns the Response object the run ended with."""
+    """Record the run's usage, claim its ending; if this claim won (or is ours, retried), wake
+    its followers and write its record. Returns the Response object the run ended with.
+
+    Usage is recorded first, from the state that ends: what the upstream calls consumed counts
+    whichever ending wins, and the ledger write is idempotent per response, so a retried worker
+    (or a losing ending) adds nothing. Nothing streams from here to a waiting client, so the
+    extra round trip delays no one."""
+    await gateway.record_usage(tenant, run, state, background=True)
     winner = await gateway.store.claim_terminal(tenant, response_id, claim)
     if winner is not None and winner.frame != claim.frame:  # another ending won
         return winner.response

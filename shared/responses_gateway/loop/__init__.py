@@ -1,7 +1,8 @@
 """The shared agent loop.
 
 Every request runs through :func:`run_loop`: an explicit state machine whose next action is one of
-:class:`CallLlm`, :class:`ExecuteTools`, :class:`InterruptForApproval` or :class:`Finish`. There is
+:class:`CallLlm`, :class:`Compact`, :class:`Truncate`, :class:`ExecuteTools`,
+:class:`InterruptForApproval` or :class:`Finish`. There is
 no request path around it: a request with no tools enters the same loop and finishes after one
 model call. Adapters (``responses_gateway.adapters``) call the model; sinks
 (``responses_gateway.sinks``) translate loop events to wire events; only the driver decides.
@@ -10,7 +11,9 @@ model call. Adapters (``responses_gateway.adapters``) call the model; sinks
 from responses_gateway.loop.driver import (
     LoopContext,
     decide_after_call_llm,
+    decide_after_compact,
     decide_after_execute_tools,
+    decide_before_call_llm,
     run_loop,
     step,
 )
@@ -19,17 +22,20 @@ from responses_gateway.loop.prepared import PreparedInput, prepare_input
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import (
     CallLlm,
+    Compact,
     ExecuteTools,
     Finish,
     InterruptForApproval,
     LoopState,
     NextAction,
+    Truncate,
 )
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
 
 __all__ = [
     "NO_GATEWAY_TOOLS",
     "CallLlm",
+    "Compact",
     "ExecuteTools",
     "Finish",
     "InterruptForApproval",
@@ -41,8 +47,11 @@ __all__ = [
     "PreparedInput",
     "Sink",
     "ToolRegistry",
+    "Truncate",
     "decide_after_call_llm",
+    "decide_after_compact",
     "decide_after_execute_tools",
+    "decide_before_call_llm",
     "prepare_input",
     "render_response",
     "run_loop",

@@ -5,6 +5,10 @@ Owns :func:`step` (run exactly one action, so a worker can checkpoint between ac
 next action from the state alone. Each arm of :func:`step` does one job and then asks a decider;
 there is no "if it has tools, loop, else return" branch anywhere else.
 
+Budgets: before every model call the driver asks the context's budget guard (when it has one)
+for a :class:`~responses_gateway.usage.budget.BudgetStatus`, and :func:`decide_within_budget`
+turns it into the action: the call, or ``Finish("incomplete", reason="budget_exceeded")``.
+
 Errors: a :class:`~responses_gateway.errors.GatewayError` raised by an adapter fails the response
 through the same render step as every other ending; the exception itself is kept on
 :class:`LoopContext` for the HTTP edge (which turns it into a status code when nothing has been
@@ -18,11 +22,25 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from responses_gateway.adapters.base import Adapter, ModelCall
+from responses_gateway.context.errors import (
+    CONTEXT_LENGTH_MESSAGE,
+    ContextLengthExceeded,
+    as_context_length,
+)
+from responses_gateway.context.meter import ContextLimits, ContextMeter
+from responses_gateway.context.tokens import TokenCount
+from responses_gateway.context.truncate import is_kept, plan_truncation
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
 from responses_gateway.ids import new_id
+from responses_gateway.loop.compaction import (
+    compacted_transcript,
+    compaction_item,
+    summary_call,
+    summary_of,
+)
 from responses_gateway.loop.events import (
     ItemEvent,
     ItemFinished,
@@ -33,14 +51,17 @@ from responses_gateway.loop.events import (
 )
 from responses_gateway.loop.output import OutputWriter, snapshot
 from responses_gateway.loop.prepared import model_transcript
+from responses_gateway.loop.reasoning import ReasoningPolicy
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import (
     CallLlm,
+    Compact,
     ExecuteTools,
     Finish,
     InterruptForApproval,
     LoopState,
     NextAction,
+    Truncate,
 )
 from responses_gateway.loop.tools import (
     NO_GATEWAY_TOOLS,
@@ -56,15 +77,20 @@ from responses_gateway.tool_kinds import (
     search_tools,
     tool_view,
 )
+from responses_gateway.usage.budget import BUDGET_EXCEEDED, BudgetStatus
 
 __all__ = [
+    "BudgetCheck",
     "LoopContext",
     "Persist",
     "cancel",
     "build_model_call",
     "decide_after_call_llm",
+    "decide_after_compact",
     "decide_after_execute_tools",
+    "decide_before_call_llm",
     "decide_start",
+    "decide_within_budget",
     "tool_budget",
     "error_object",
     "run_loop",
@@ -89,6 +115,12 @@ Persist = Callable[[LoopState, dict[str, Any]], Awaitable[None]]
 """Stores a finished response (state and its rendered object) before the client hears of it."""
 
 
+class BudgetCheck(Protocol):
+    """Answers whether the response's tenant may make another model call."""
+
+    async def status(self, state: LoopState) -> BudgetStatus: ...
+
+
 @dataclass(slots=True)
 class LoopContext:
     """The live, per-invocation parts of a loop run (never serialized)."""
@@ -108,7 +140,13 @@ class LoopContext:
     """The writer of the model call in progress (so a cancellation can close its items)."""
     backends: dict[str, HostedBackend] = field(default_factory=dict)
     """Hosted tool kinds the gateway runs on this (chat or harmony) wire, by kind name."""
+    budget: BudgetCheck | None = None
+    """Asked before every model call (None: no budget applies)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    meter: ContextMeter | None = None
+    """Limits and token counts of this response's model calls (None: no context checks)."""
+    tenant: str = "local"
+    """Whose response this is (compaction items and reasoning are sealed for it)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
@@ -228,22 +266,106 @@ def decide_after_execute_tools(state: LoopState) -> NextAction:
     return CallLlm()
 
 
-def decide_start(approved: tuple[str, ...]) -> NextAction:
-    """The first action: run the calls the client just approved, else call the model."""
-    return ExecuteTools(approved=approved) if approved else CallLlm()
+def decide_start(
+    approved: tuple[str, ...], transcript: list[dict[str, Any]] | None = None
+) -> NextAction:
+    """The first action: run the calls the client just approved; compact when the input ends
+    with ``compaction_trigger``; else call the model."""
+    if approved:
+        return ExecuteTools(approved=approved)
+    if transcript and transcript[-1].get("type") == "compaction_trigger":
+        return Compact("client")
+    return CallLlm()
+
+
+def _context_length_failure() -> Finish:
+    return Finish(
+        "failed", error={"code": "context_length_exceeded", "message": CONTEXT_LENGTH_MESSAGE}
+    )
+
+
+def decide_before_call_llm(
+    state: LoopState, limits: ContextLimits, measured: TokenCount | None
+) -> NextAction | None:
+    """Whether the next model call must wait for the context to shrink; None: call now.
+
+    Past the ``context_management`` threshold, compact (once per model call: never twice in a
+    row). Past the window (minus the tokens reserved for the answer), truncate the oldest items
+    under ``truncation: auto``; when nothing more can go, or under ``disabled``, fail with
+    ``context_length_exceeded`` without calling the model.
+    """
+    if measured is None:
+        return None
+    tokens = measured.tokens
+    just_compacted = bool(state.output) and state.output[-1].get("type") == "compaction"
+    if (
+        limits.compact_threshold is not None
+        and tokens > limits.compact_threshold
+        and not just_compacted
+    ):
+        return Compact("threshold")
+    if limits.window is None or tokens + limits.reserve <= limits.window:
+        return None
+    if limits.truncation == "auto":
+        excess = tokens + limits.reserve - limits.window
+        count = plan_truncation(state.upstream_input, tokens, excess)
+        if count:
+            return Truncate(count)
+    return _context_length_failure()
+
+
+def decide_after_compact(state: LoopState, action: Compact) -> NextAction:
+    """After compacting: a client's ``compaction_trigger`` ends the response with the item;
+    a threshold compaction goes on to the model call it was made for."""
+    return Finish("completed") if action.trigger == "client" else CallLlm()
+
+
+async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
+    """Measure the next call against its limits and ask the decider whether it may go."""
+    if ctx.meter is None:
+        return None
+    call = build_model_call(state, ctx)
+    limits = await ctx.meter.limits(call)
+    measured = await ctx.meter.measure(call, ctx.adapter.wire, limits)
+    action = decide_before_call_llm(state, limits, measured)
+    if action is not None:
+        logger.info(
+            "context of %s: %s tokens (%s), window %s: %s",
+            state.response_id,
+            measured.tokens if measured else None,
+            measured.source if measured else None,
+            limits.window,
+            action.kind,
+        )
+    if isinstance(action, Finish) and action.outcome == "failed":
+        ctx.failure = ContextLengthExceeded()
+    return action
+
+
+def decide_within_budget(state: LoopState, budget: BudgetStatus | None) -> NextAction:
+    """Whether the pending model call may run: a spent budget ends the response
+    ``incomplete`` (reason ``budget_exceeded``) with what it produced so far."""
+    if budget is not None and budget.exceeded is not None:
+        return Finish("incomplete", reason=BUDGET_EXCEEDED)
+    return CallLlm()
 
 
 async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextAction:
-    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
+    policy = ReasoningPolicy.of(state.request, state.include, ctx.tenant, ctx.adapter.wire)
+    writer = ctx.writer = OutputWriter(state, sink, ctx.tools, policy)
     try:
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
+        before = await _fit_context(state, ctx)
+        if before is not None:
+            return before
         state.turn_start = len(state.output)
         call = build_model_call(state, ctx)
         writer.calls = call.exposed
         turn = await ctx.adapter.call_llm(call, writer)
     except GatewayError as error:
         writer.close_open("incomplete")
+        error = as_context_length(error)
         ctx.failure = error
         return Finish("failed", error=error_object(error))
     except Exception:  # a bug in an adapter must still end the response properly
@@ -256,6 +378,44 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
     state.last_stop = turn.stop
     writer.close_open("completed" if turn.stop == "stop" else "incomplete")
     return decide_after_call_llm(state)
+
+
+async def _compact(state: LoopState, ctx: LoopContext, sink: Sink, action: Compact) -> NextAction:
+    """Ask the model for a summary of the transcript (no tools), emit it as a sealed
+    ``compaction`` item, and continue from the summary."""
+    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
+    call = summary_call(build_model_call(state, ctx))
+    transcript = call.input
+    scratch = LoopState(
+        response_id=state.response_id,
+        created_at=state.created_at,
+        model=state.model,
+        request={},
+        upstream_input=[],
+    )
+    index = writer.open_compaction()
+    try:
+        turn = await ctx.adapter.call_llm(call, OutputWriter(scratch, NullSink()))
+    except GatewayError as error:
+        writer.close_open("incomplete")
+        del state.output[index:]  # a compaction item without content is no item
+        error = as_context_length(error)
+        ctx.failure = error
+        return Finish("failed", error=error_object(error))
+    state.llm_calls += 1
+    state.add_usage(turn.usage)
+    summary = summary_of(scratch.output)
+    item = compaction_item(summary, tenant=ctx.tenant, item_id=str(state.output[index]["id"]))
+    writer.finish_compaction(index, str(item["encrypted_content"]))
+    state.upstream_input = compacted_transcript(transcript, summary)
+    return decide_after_compact(state, action)
+
+
+def _truncate(state: LoopState, action: Truncate) -> NextAction:
+    """Drop the oldest ``action.count`` transcript items (system/developer messages stay)."""
+    dropped, rest = state.upstream_input[: action.count], state.upstream_input[action.count :]
+    state.upstream_input = [item for item in dropped if is_kept(item)] + rest
+    return CallLlm()
 
 
 _NOT_EXECUTED = {
@@ -457,8 +617,14 @@ async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
         state.started = True
         sink.emit(ResponseStarted(render_response(state)))
     action = state.take_next_action()
+    if isinstance(action, CallLlm) and ctx.budget is not None:
+        action = decide_within_budget(state, await ctx.budget.status(state))
     if isinstance(action, CallLlm):
         state.set_next_action(await _call_llm(state, ctx, sink))
+    elif isinstance(action, Compact):
+        state.set_next_action(await _compact(state, ctx, sink, action))
+    elif isinstance(action, Truncate):
+        state.set_next_action(_truncate(state, action))
     elif isinstance(action, ExecuteTools):
         state.set_next_action(await _execute_tools(state, ctx, sink, action))
     elif isinstance(action, InterruptForApproval):

@@ -27,6 +27,7 @@ from responses_gateway.loop.events import (
     TextDelta,
     UpstreamResponding,
 )
+from responses_gateway.loop.reasoning import ReasoningPolicy, sealed_content
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, GatewayTool, ToolRegistry
 from responses_gateway.tool_kinds import CALL_ITEM_TYPES, Exposed, shown
@@ -153,13 +154,20 @@ class MessageWriter(_ItemWriter):
 
 
 class ReasoningWriter(_ItemWriter):
-    """A reasoning item: raw reasoning text (:meth:`text`) and/or summaries (:meth:`summary`)."""
+    """A reasoning item: raw reasoning text (:meth:`text`) and/or summaries (:meth:`summary`).
+
+    Under the writer's :class:`ReasoningPolicy`, raw text is mirrored into a summary part as it
+    streams (``mirror_summary``), and the finished item gets a sealed ``encrypted_content``
+    (``seal``, or whenever the upstream gave one of its own).
+    """
 
     def __init__(self, writer: OutputWriter, index: int) -> None:
         super().__init__(writer, index)
         self._text_open = False
         self._text_index = 0
         self._summary_open: int | None = None
+        self._mirror: int | None = None
+        """The summary part mirroring the open raw text part, if any."""
 
     def text(self, delta: str) -> None:
         """Append raw reasoning text (text after a summary opens a new content part)."""
@@ -175,10 +183,23 @@ class ReasoningWriter(_ItemWriter):
             self._writer.sink.emit(
                 PartStarted(self.output_index, self.item_id, self._text_index, dict(content[-1]))
             )
+            if self._writer.reasoning_policy.mirror_summary:
+                item["summary"].append({"type": "summary_text", "text": ""})
+                self._mirror = len(item["summary"]) - 1
+                self._writer.sink.emit(
+                    PartStarted(
+                        self.output_index, self.item_id, self._mirror, dict(item["summary"][-1])
+                    )
+                )
         self._add(item["content"][self._text_index], "text", delta)
         self._writer.sink.emit(
             TextDelta(self.output_index, self._item_id, self._text_index, "reasoning_text", delta)
         )
+        if self._mirror is not None:
+            self._add(item["summary"][self._mirror], "text", delta)
+            self._writer.sink.emit(
+                TextDelta(self.output_index, self._item_id, self._mirror, "summary_text", delta)
+            )
 
     def summary(self, delta: str, index: int = 0) -> None:
         """Append text to summary part ``index`` (a new index closes the previous part)."""
@@ -219,6 +240,10 @@ class ReasoningWriter(_ItemWriter):
         self._writer.sink.emit(
             PartFinished(self.output_index, self.item_id, index, dict(self.item["content"][index]))
         )
+        mirror, self._mirror = self._mirror, None
+        if mirror is not None:
+            part = dict(self.item["summary"][mirror])
+            self._writer.sink.emit(PartFinished(self.output_index, self.item_id, mirror, part))
 
     def finish(self, status: str = "completed") -> None:
         if self.closed:
@@ -227,6 +252,9 @@ class ReasoningWriter(_ItemWriter):
         self._close_text()
         if status != "completed":
             self.item["status"] = status
+        policy = self._writer.reasoning_policy
+        if policy.seal or (policy.wrap_upstream and self.item.get("encrypted_content")):
+            self.item["encrypted_content"] = sealed_content(self.item, policy.tenant)
         self._close_item()
 
 
@@ -385,13 +413,20 @@ class OutputWriter:
     the client as ``function_call`` items.
     """
 
-    def __init__(self, state: LoopState, sink: Sink, tools: ToolRegistry = NO_GATEWAY_TOOLS):
+    def __init__(
+        self,
+        state: LoopState,
+        sink: Sink,
+        tools: ToolRegistry = NO_GATEWAY_TOOLS,
+        reasoning: ReasoningPolicy | None = None,
+    ):
         self.state = state
         self.sink = sink
         self.tools = tools
         self.calls: dict[str, Exposed] = {}
         """Exposed function name -> lowered tool, for the model call in progress (see
         :func:`responses_gateway.tool_kinds.tool_view`)."""
+        self.reasoning_policy = reasoning if reasoning is not None else ReasoningPolicy()
         self._open: list[_ItemWriter] = []
         self._relayed: list[RelayWriter] = []
 
@@ -617,6 +652,16 @@ class OutputWriter:
         )
         self.sink.emit(ItemFinished(index, snapshot(self.state.output[index])))
         return index
+
+    def open_compaction(self) -> int:
+        """Open a ``compaction`` item (its content comes with :meth:`finish_compaction`)."""
+        return self._append({"id": new_id("cmp"), "type": "compaction", "encrypted_content": ""})
+
+    def finish_compaction(self, index: int, encrypted_content: str) -> None:
+        """Close the ``compaction`` item at ``index`` with its sealed content."""
+        item = self.state.output[index]
+        item["encrypted_content"] = encrypted_content
+        self.sink.emit(ItemFinished(index, snapshot(item)))
 
     def flush(self) -> None:
         """Write pending streamed text into the open items, so ``state.output`` is exact.

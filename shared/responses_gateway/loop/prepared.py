@@ -11,6 +11,7 @@ prepared input followed by this response's output so far, with gateway tool call
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ __all__ = [
     "model_transcript",
     "plan_approvals",
     "prepare_input",
+    "reference_ids",
     "to_model_items",
 ]
 
@@ -75,15 +77,32 @@ def _canonical(item: dict[str, Any]) -> dict[str, Any]:
     return item
 
 
+def reference_ids(raw: str | list[dict[str, Any]] | None) -> list[str]:
+    """The ids ``item_reference`` items of a request's ``input`` name, in order."""
+    if not isinstance(raw, list):
+        return []
+    return [
+        str(item["id"])
+        for item in (_canonical(i) for i in raw if isinstance(i, dict))
+        if item.get("type") == "item_reference" and isinstance(item.get("id"), str)
+    ]
+
+
 def prepare_input(
-    raw: str | list[dict[str, Any]] | None, *, context_ids: frozenset[str] = frozenset()
+    raw: str | list[dict[str, Any]] | None,
+    *,
+    context_ids: frozenset[str] = frozenset(),
+    resolved: Mapping[str, dict[str, Any]] | None = None,
 ) -> PreparedInput:
     """Canonicalize a request's ``input``, give every item an id, split off control items.
 
     ``item_reference`` items name an item of the context (the previous responses or the
     conversation, whose item ids are ``context_ids``): that item is already in the transcript,
-    so the reference is dropped. A reference to anything else is a 400 ``item_not_found``.
+    so the reference is dropped. A reference to a stored item outside the context (``resolved``,
+    read from the store's item index) is replaced by that item, where the reference stood. A
+    reference to anything else is a 400 ``item_not_found``.
     """
+    resolved = resolved or {}
     prepared = PreparedInput()
     if raw is None:
         return prepared
@@ -95,11 +114,14 @@ def prepare_input(
         if kind == "item_reference":
             if item.get("id") in context_ids:
                 continue
-            raise InvalidRequestError(
-                f"Item with id '{item.get('id')}' not found.",
-                param=f"input[{index}]",
-                code="item_not_found",
-            )
+            found = resolved.get(str(item.get("id")))
+            if found is None:
+                raise InvalidRequestError(
+                    f"Item with id '{item.get('id')}' not found.",
+                    param=f"input[{index}]",
+                    code="item_not_found",
+                )
+            item, kind = dict(found), found.get("type")
         prepared.items.append(item)
         if kind in CONTROL_ITEM_TYPES:
             prepared.control_items.append(item)
@@ -206,5 +228,16 @@ def plan_approvals(history: list[dict[str, Any]], items: list[dict[str, Any]]) -
 
 
 def model_transcript(state: LoopState) -> list[dict[str, Any]]:
-    """The items to send upstream for the next model call of ``state``."""
-    return to_model_items(state.upstream_input) + to_model_items(state.output)
+    """The items to send upstream for the next model call of ``state``.
+
+    ``compaction_trigger`` items are requests to the gateway, never sent. Output items before
+    this response's last ``compaction`` item are summarized in ``upstream_input`` already, so
+    only the output after it is sent.
+    """
+    output = state.output
+    for index in range(len(output) - 1, -1, -1):
+        if output[index].get("type") == "compaction":
+            output = output[index + 1 :]
+            break
+    items = to_model_items(state.upstream_input) + to_model_items(output)
+    return [item for item in items if item.get("type") != "compaction_trigger"]

@@ -1,7 +1,8 @@
 """Loop state and the actions the driver dispatches on.
 
 Owns :class:`LoopState`, the whole serializable state of one response's agent loop, and the four
-actions of :data:`NextAction`. The state round-trips through JSON (:meth:`LoopState.to_json` /
+actions of :data:`NextAction` (model calls, context compaction and truncation, tools,
+approvals, the end). The state round-trips through JSON (:meth:`LoopState.to_json` /
 :meth:`LoopState.from_json`) and carries a schema version, so a later step can checkpoint it to
 DynamoDB and resume it in another process. It holds no secrets and no live objects (clients,
 sinks, deadlines): those travel in :class:`responses_gateway.loop.driver.LoopContext`.
@@ -18,6 +19,7 @@ from typing import Any, Literal
 __all__ = [
     "SCHEMA_VERSION",
     "CallLlm",
+    "Compact",
     "ExecuteTools",
     "Finish",
     "InterruptForApproval",
@@ -25,6 +27,7 @@ __all__ = [
     "NextAction",
     "Outcome",
     "StopReason",
+    "Truncate",
     "TurnResult",
 ]
 
@@ -45,6 +48,26 @@ class CallLlm:
     """Call the upstream model with the current transcript."""
 
     kind: Literal["call_llm"] = "call_llm"
+
+
+@dataclass(frozen=True, slots=True)
+class Compact:
+    """Ask the model for a summary of the transcript, emit it as a sealed ``compaction`` output
+    item, and continue from the summary instead of the transcript."""
+
+    trigger: Literal["threshold", "client"] = "threshold"
+    """``threshold``: ``context_management`` found the context too long (the model is called
+    next); ``client``: the input ended with ``compaction_trigger`` (the response ends)."""
+    kind: Literal["compact"] = "compact"
+
+
+@dataclass(frozen=True, slots=True)
+class Truncate:
+    """Drop the oldest ``count`` transcript items (``truncation: auto``) before the model call;
+    system and developer messages among them stay."""
+
+    count: int
+    kind: Literal["truncate"] = "truncate"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +100,12 @@ class Finish:
     kind: Literal["finish"] = "finish"
 
 
-NextAction = CallLlm | ExecuteTools | InterruptForApproval | Finish
+NextAction = CallLlm | Compact | Truncate | ExecuteTools | InterruptForApproval | Finish
 
-_ACTIONS: dict[str, type[CallLlm | ExecuteTools | InterruptForApproval | Finish]] = {
+_ACTIONS: dict[str, type[NextAction]] = {
     "call_llm": CallLlm,
+    "compact": Compact,
+    "truncate": Truncate,
     "execute_tools": ExecuteTools,
     "interrupt_for_approval": InterruptForApproval,
     "finish": Finish,
@@ -96,6 +121,10 @@ def _action_to_json(action: NextAction) -> dict[str, Any]:
         }
     if isinstance(action, ExecuteTools | InterruptForApproval):
         return {"kind": action.kind, "output_indexes": list(action.output_indexes)}
+    if isinstance(action, Compact):
+        return {"kind": action.kind, "trigger": action.trigger}
+    if isinstance(action, Truncate):
+        return {"kind": action.kind, "count": action.count}
     if isinstance(action, Finish):
         return {
             "kind": action.kind,
@@ -117,6 +146,10 @@ def _action_from_json(data: dict[str, Any]) -> NextAction:
         return InterruptForApproval(output_indexes=tuple(data["output_indexes"]))
     if kind == "finish":
         return Finish(outcome=data["outcome"], reason=data.get("reason"), error=data.get("error"))
+    if kind == "compact":
+        return Compact(trigger=data.get("trigger", "threshold"))
+    if kind == "truncate":
+        return Truncate(count=int(data["count"]))
     if kind in _ACTIONS:
         return CallLlm()
     raise ValueError(f"unknown loop action {kind!r}")

@@ -179,6 +179,9 @@ class SSESink:
         if item_type == "mcp_call" or item_type == "mcp_list_tools":
             name = f"response.{item_type}.in_progress"
             self._send(name, {"type": name, "item_id": item["id"], "output_index": index})
+        elif item_type == "compaction":
+            name = "response.compaction.compacting"
+            self._send(name, {"type": name, "item_id": item["id"], "output_index": index})
 
     def _part_started(self, event: PartStarted) -> None:
         part = event.part

@@ -47,6 +47,7 @@ class DynamoClient(Protocol):
     def query(self, **kwargs: Any) -> dict[str, Any]: ...
     def batch_get_item(self, **kwargs: Any) -> dict[str, Any]: ...
     def batch_write_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
 
 
 def _error_code(exc: BaseException) -> str | None:
@@ -59,6 +60,18 @@ def _error_code(exc: BaseException) -> str | None:
 
 def _condition_failed(exc: BaseException) -> bool:
     return _error_code(exc) == "ConditionalCheckFailedException"
+
+
+def _cancelled_by_condition(exc: BaseException) -> bool:
+    """A TransactWriteItems cancelled only because a condition check failed."""
+    if _error_code(exc) != "TransactionCanceledException":
+        return False
+    response = getattr(exc, "response", None)
+    reasons = response.get("CancellationReasons") if isinstance(response, dict) else None
+    if not reasons:  # some endpoints only say so in the message
+        return "ConditionalCheckFailed" in str(exc)
+    codes = {str(r.get("Code")) for r in reasons if isinstance(r, dict)}
+    return "ConditionalCheckFailed" in codes and codes <= {"ConditionalCheckFailed", "None"}
 
 
 def _reported(response: dict[str, Any]) -> float:
@@ -101,7 +114,7 @@ class TableClient:
             )
         except Exception as exc:
             self._meter.record(op, round_trips=1)
-            if _condition_failed(exc):
+            if _condition_failed(exc) or _cancelled_by_condition(exc):
                 raise ConditionFailed(api) from exc
             reason = _error_code(exc) or type(exc).__name__
             raise StoreError(f"DynamoDB {api} failed during {op}: {reason}") from exc
@@ -240,6 +253,23 @@ class TableClient:
             items += page
             if start is None:
                 return items
+
+    async def transact_write(self, op: str, actions: list[dict[str, Any]], units: int) -> None:
+        """One TransactWriteItems of ``actions`` (``{"Put": ...}``/``{"Update": ...}`` without
+        ``TableName``), all or nothing. ``units`` is the write units the items would cost
+        outside a transaction; a transaction is billed twice that.
+
+        Raises:
+            ConditionFailed: a condition check failed (nothing was written).
+        """
+        wired = [
+            {kind: {"TableName": self.table, **body} for kind, body in action.items()}
+            for action in actions
+        ]
+        try:
+            await self._call(op, "transact_write_items", TransactItems=wired)
+        finally:
+            self._meter.record(op, write_units=2 * units)
 
     async def batch_get(
         self, op: str, keys: Iterable[Key], *, group: int = BATCH_GET_KEYS

@@ -10,23 +10,34 @@ Owns the item layout of a :class:`~responses_gateway.store.base.StoredResponse` 
   ancestors never reads N chains: O(N) bytes, not O(N^2)).
 
 Side items are written first, META last, so a reader sees the old record or the new one, never
-half of one; chunks named by another nonce are ignored. The same partition holds the response's
-background-mode items (checkpoint, event log, terminal, tool-call journal), owned by
-``_background.py``: their sort keys stay outside ``L#``..``R``, the range :meth:`ResponseTable.get`
-reads. It must not know about HTTP or the loop.
+half of one; chunks named by another nonce are ignored.
+
+The **item index** lets ``item_reference`` reach any stored item by id alone: one item per input
+or output item, ``PK = T#<tenant>#I#<item id>``, ``SK = "I"``, holding the response id ``rid``, the
+item itself (``body``/``enc``, inline; ``big`` instead when it is over 350 KB, and the item is then
+read from its response) and the record's TTL. It is written with the side items (in the same
+BatchWrite round; in parallel with META when there are no side items). An item id replayed in
+several responses (clients resend their history with ids) points at the latest of them; deleting
+a response deletes the index items that still point at it (conditional deletes, before META).
+
+The same partition holds the response's background-mode items (checkpoint, event log, terminal,
+tool-call journal), owned by ``_background.py``: their sort keys stay outside ``L#``..``R``, the
+range :meth:`ResponseTable.get` reads. It must not know about HTTP or the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from responses_gateway.store._calls import StoreError, TableClient
+from responses_gateway.store._calls import ConditionFailed, StoreError, TableClient
 from responses_gateway.store._codec import (
+    CHUNK_BYTES,
     SCHEMA_ATTR,
     TTL_ATTR,
     Item,
@@ -42,7 +53,7 @@ from responses_gateway.store._codec import (
 )
 from responses_gateway.store.base import RECORD_VERSION, StoredResponse
 
-__all__ = ["ResponseTable", "chain_digest", "response_pk"]
+__all__ = ["ResponseTable", "chain_digest", "item_index_pk", "response_pk"]
 
 _log = logging.getLogger(__name__)
 
@@ -58,6 +69,41 @@ def response_pk(tenant: str, response_id: str) -> str:
     """The partition of a response: its META and chunks, and its background items
     (``_background.py``)."""
     return f"T#{escape(tenant)}#R#{escape(response_id)}"
+
+
+INDEX_SK = "I"
+
+
+def item_index_pk(tenant: str, item_id: str) -> str:
+    """The partition of one item's index entry (``item_reference`` lookups)."""
+    return f"T#{escape(tenant)}#I#{escape(item_id)}"
+
+
+def _item_ids(items: list[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(str(i["id"]) for i in items if isinstance(i.get("id"), str)))
+
+
+def _index_items(record: StoredResponse, common: Item) -> list[Item]:
+    """One index item per distinct item id of the record (the last occurrence wins)."""
+    by_id = {
+        str(i["id"]): i
+        for i in [*record.input_items, *record.output]
+        if isinstance(i.get("id"), str) and i.get("id")
+    }
+    rows: list[Item] = []
+    for item_id, item in by_id.items():
+        row: Item = {
+            **key(item_index_pk(record.tenant, item_id), INDEX_SK),
+            **common,
+            "rid": {"S": record.id},
+        }
+        blob, enc = encode_json(item)
+        if len(blob) <= CHUNK_BYTES:
+            row["body"], row["enc"] = {"B": blob}, {"S": enc}
+        else:
+            row["big"] = {"BOOL": True}
+        rows.append(row)
+    return rows
 
 
 def _body_keys(meta: Item) -> list[Key]:
@@ -119,9 +165,15 @@ class ResponseTable:
             chain_attrs, chain_items = blob_attrs(pk, "L", nonce, chain_blob, common, inline=0)
             meta["nl"], meta["lenc"] = chain_attrs["nb"], {"S": chain_enc}
             side += chain_items
+        index = await self._db.offload(_index_items, record, common)
         if side:
-            await self._db.batch_write("put_response", puts=side)
-        old = await self._db.put_item("put_response", meta, return_old=True)
+            await self._db.batch_write("put_response", puts=side + index)
+            old = await self._db.put_item("put_response", meta, return_old=True)
+        else:  # nothing META depends on: index and META in one round
+            _, old = await asyncio.gather(
+                self._db.batch_write("put_response", puts=index),
+                self._db.put_item("put_response", meta, return_old=True),
+            )
         stale = _body_keys(old) + _chain_keys(old) if old and old["wv"]["S"] != nonce else []
         if stale:
             # Best effort: a reader still holding the old META retries; TTL is the backstop.
@@ -231,7 +283,53 @@ class ResponseTable:
             expires_at=int(meta[TTL_ATTR]["N"]),
         )
 
+    async def get_items(self, tenant: str, item_ids: list[str]) -> dict[str, dict[str, Any]]:
+        wanted = list(dict.fromkeys(item_ids))
+        rows = await self._db.batch_get(
+            "get_items", [key(item_index_pk(tenant, i), INDEX_SK) for i in wanted]
+        )
+        found: dict[str, dict[str, Any]] = {}
+        big: dict[str, str] = {}
+        for item_id in wanted:
+            row = rows.get((item_index_pk(tenant, item_id), INDEX_SK))
+            if row is None or not self._live(row):
+                continue
+            try:
+                check_version(row, RECORD_VERSION)
+                if "body" in row:
+                    found[item_id] = decode_json(bytes(row["body"]["B"]), row["enc"]["S"])
+                else:
+                    big[item_id] = row["rid"]["S"]
+            except ValueError as exc:
+                raise StoreError(f"the index entry of item {item_id} is unreadable") from exc
+        if big:  # items over 350 KB: read from their responses (a second, rare round)
+            records = await self.get_many(tenant, list(dict.fromkeys(big.values())))
+            for record in records:
+                for item in [*record.input_items, *record.output]:
+                    if big.get(str(item.get("id"))) == record.id:
+                        found[str(item["id"])] = item
+        return found
+
+    async def _unindex(self, record: StoredResponse) -> None:
+        """Delete the index items that still point at ``record`` (conditional, in parallel)."""
+
+        async def drop(item_id: str) -> None:
+            # ConditionFailed: a later response re-used this id, and its entry stays.
+            with contextlib.suppress(ConditionFailed):
+                await self._db.delete_item(
+                    "delete_response",
+                    key(item_index_pk(record.tenant, item_id), INDEX_SK),
+                    condition="rid = :r",
+                    values={":r": {"S": record.id}},
+                )
+
+        ids = _item_ids([*record.input_items, *record.output])
+        await asyncio.gather(*(drop(i) for i in ids))
+
     async def delete(self, tenant: str, response_id: str) -> bool:
+        record = await self.get(tenant, response_id)
+        if record is not None:  # index first: an item never outlives its deleted response
+            await self._unindex(record)
         meta_key = key(response_pk(tenant, response_id), META_SK)
         old = await self._db.delete_item("delete_response", meta_key)
         if old is None:

@@ -16,19 +16,33 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from responses_gateway.usage.records import (
+    BudgetLimits,
+    TenantSpend,
+    UsageBucket,
+    UsageCounts,
+    UsageEntry,
+)
+
 __all__ = [
     "RECORD_VERSION",
     "BackgroundStore",
+    "BudgetLimits",
     "Checkpoint",
     "CheckpointConflict",
     "Conversation",
     "ConversationStore",
     "EventRead",
     "ItemPage",
+    "LedgerStore",
     "ResponseStore",
     "Store",
     "StoredResponse",
     "Terminal",
+    "TenantSpend",
+    "UsageBucket",
+    "UsageCounts",
+    "UsageEntry",
 ]
 
 RECORD_VERSION = 1
@@ -105,7 +119,21 @@ class ResponseStore(Protocol):
         ...
 
     async def delete_response(self, tenant: str, response_id: str) -> bool:
-        """Delete a record; False when there was none (or it had expired)."""
+        """Delete a record; False when there was none (or it had expired). Its items stop
+        resolving through :meth:`get_items` before the record itself disappears."""
+        ...
+
+    async def get_items(self, tenant: str, item_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Stored items by id, for ``item_reference``: any input or output item of any live
+        stored response of ``tenant``, whatever chain or conversation it belongs to.
+
+        One bounded, strongly consistent read however many ids (DynamoDB: one BatchGetItem of
+        index items, 100 keys per request, requests in parallel; a second read only for items
+        over 350 KB). Returns ``{id: item}`` for the ids found, each item exactly as stored;
+        ids unknown, of another tenant, of a deleted response or expired are left out. When an
+        id occurs in several responses (clients resend history with ids), the item of the
+        latest stored of them is returned. Duplicate ids are looked up once.
+        """
         ...
 
 
@@ -270,5 +298,39 @@ class BackgroundStore(Protocol):
         ...
 
 
-class Store(ResponseStore, ConversationStore, BackgroundStore, Protocol):
+class LedgerStore(Protocol):
+    """The usage ledger (per-tenant counters) and budgets set per tenant. Counters are by UTC
+    hour, tenant, model and API key id, plus one day and one month total per tenant."""
+
+    async def record_usage(self, entry: UsageEntry) -> bool:
+        """Add ``entry.counts`` to its hour row (tenant, model, API key), its tenant's day total
+        and its tenant's month total, and store ``entry`` as the response's request-log entry,
+        all atomically. Idempotent per ``(tenant, response_id)``: True when this call counted
+        it, False when it had been counted already (nothing changes then)."""
+        ...
+
+    async def read_usage(self, start: int, end: int) -> list[UsageBucket]:
+        """Every counter row of every tenant whose hour starts in ``[start, end)`` (Unix
+        seconds), in no particular order. Strongly consistent."""
+        ...
+
+    async def get_usage_entry(self, tenant: str, response_id: str) -> UsageEntry | None:
+        """The request-log entry recorded for a response, or None."""
+        ...
+
+    async def get_spend(self, tenant: str, now: int) -> TenantSpend:
+        """The tenant's totals for the UTC day and month holding ``now`` (zeros when none) and
+        its own limits, strongly consistent, in one round trip."""
+        ...
+
+    async def put_budget(self, tenant: str, limits: BudgetLimits | None) -> None:
+        """Set the tenant's own limits (they replace the configured ones); None removes them."""
+        ...
+
+    async def get_budget(self, tenant: str) -> BudgetLimits | None:
+        """The limits set with :meth:`put_budget`, or None."""
+        ...
+
+
+class Store(ResponseStore, ConversationStore, BackgroundStore, LedgerStore, Protocol):
     """Everything the gateway persists."""

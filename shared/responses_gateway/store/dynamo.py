@@ -26,14 +26,19 @@ from responses_gateway.config import ConfigError
 from responses_gateway.store._background import BackgroundTable
 from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
 from responses_gateway.store._conversations import ConversationTable
+from responses_gateway.store._ledger import LedgerTable
 from responses_gateway.store._responses import ResponseTable
 from responses_gateway.store.base import (
+    BudgetLimits,
     Checkpoint,
     Conversation,
     EventRead,
     ItemPage,
     StoredResponse,
+    TenantSpend,
     Terminal,
+    UsageBucket,
+    UsageEntry,
 )
 from responses_gateway.store.meter import UnitMeter
 from responses_gateway.store.table import make_client
@@ -72,6 +77,7 @@ class DynamoStore:
         self._responses = ResponseTable(db, retention_seconds=retention, clock=clock)
         self._conversations = ConversationTable(db, retention_seconds=retention, clock=clock)
         self._background = BackgroundTable(db, retention_seconds=retention, clock=clock)
+        self._ledger = LedgerTable(db, retention_seconds=retention, clock=clock)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
@@ -99,6 +105,9 @@ class DynamoStore:
 
     async def get_responses(self, tenant: str, response_ids: list[str]) -> list[StoredResponse]:
         return await self._responses.get_many(tenant, response_ids)
+
+    async def get_items(self, tenant: str, item_ids: list[str]) -> dict[str, dict[str, Any]]:
+        return await self._responses.get_items(tenant, item_ids)
 
     async def delete_response(self, tenant: str, response_id: str) -> bool:
         """Delete META (the commit point) and its chunks, then purge the response's background
@@ -203,6 +212,29 @@ class DynamoStore:
         self, tenant: str, response_id: str, call_id: str, outcome: dict[str, Any]
     ) -> None:
         await self._background.journal_finish(tenant, response_id, call_id, outcome)
+
+    # Usage ledger and budgets
+
+    async def record_usage(self, entry: UsageEntry) -> bool:
+        """One TransactWriteItems (marker + 3 ADDs); False when already counted."""
+        return await self._ledger.record(entry)
+
+    async def read_usage(self, start: int, end: int) -> list[UsageBucket]:
+        """One Query per UTC day of the range, in parallel; raises ``ValueError`` past
+        ``MAX_USAGE_DAYS`` days."""
+        return await self._ledger.read(start, end)
+
+    async def get_usage_entry(self, tenant: str, response_id: str) -> UsageEntry | None:
+        return await self._ledger.get_entry(tenant, response_id)
+
+    async def get_spend(self, tenant: str, now: int) -> TenantSpend:
+        return await self._ledger.spend(tenant, now)
+
+    async def put_budget(self, tenant: str, limits: BudgetLimits | None) -> None:
+        await self._ledger.put_limits(tenant, limits)
+
+    async def get_budget(self, tenant: str) -> BudgetLimits | None:
+        return await self._ledger.get_limits(tenant)
 
 
 def _region(env: Mapping[str, str]) -> str:

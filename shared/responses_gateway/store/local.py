@@ -6,12 +6,19 @@ and no Docker. moto is imported only inside :func:`start_local_dynamodb`: it is 
 to import) and must never be loaded on the Lambda path. The dummy credentials live in the client
 built here only; the process environment is not touched. moto keeps TTL settings but never expires
 items: the store treats expired items as gone on read, so behaviour is the same.
+
+The endpoint answers one request at a time: moto's transactions deep-copy the table and are not
+safe against a concurrent write in another server thread (a copy fails with "dictionary changed
+size during iteration"). Serialized, every request is atomic, as DynamoDB's items are; clients
+still send concurrently.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,19 +55,50 @@ class LocalDynamo:
         self._server.stop()
 
 
+def _serialized(app: Callable[..., Iterable[bytes]]) -> Callable[..., list[bytes]]:
+    """A WSGI app answering one request at a time (see the module docstring)."""
+    lock = threading.Lock()
+
+    def serve(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        with lock:
+            return list(app(environ, start_response))
+
+    return serve
+
+
+def _server_class() -> Any:
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+    from moto.moto_server.werkzeug_app import (
+        DomainDispatcherApplication,
+        MotoRequestHandler,
+        create_backend_app,
+    )
+    from werkzeug.serving import make_server
+
+    class SerializedMotoServer(ThreadedMotoServer):
+        def _server_entry(self) -> None:
+            app = _serialized(DomainDispatcherApplication(create_backend_app))
+            self._server = make_server(
+                self._ip_address, self._port, app, True, request_handler=MotoRequestHandler
+            )
+            self._server_ready_event.set()
+            self._server.serve_forever()
+
+    return SerializedMotoServer
+
+
 def start_local_dynamodb(
     table_name: str = DEFAULT_LOCAL_TABLE, region: str = "us-east-1"
 ) -> LocalDynamo:
     """Start moto's DynamoDB on ``127.0.0.1`` (a free port) and create the table on it."""
     started = time.perf_counter()
-    from moto.server import ThreadedMotoServer
-
+    server_class = _server_class()
     # moto serves through werkzeug, which logs every request at INFO to stderr unless its logger
     # was configured; keep that quiet (an explicitly set level is left alone).
     werkzeug_log = logging.getLogger("werkzeug")
     if werkzeug_log.level == logging.NOTSET:
         werkzeug_log.setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server = server_class(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     try:
         host, port = server.get_host_and_port()

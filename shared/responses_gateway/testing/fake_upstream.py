@@ -5,8 +5,14 @@ Chat Completions answer (``POST /v1/chat/completions``, JSON or ``chat.completio
 a real Responses answer (``POST /v1/responses``, a ``Response`` object or the typed event
 stream) or a gpt-oss raw completion in harmony (``POST /v1/completions``, a ``text_completion``
 object or its chunks, the text from :mod:`responses_gateway.testing.harmony`, imported on that
-route only), plus ``GET /v1/models``. Every request is recorded on the
-:class:`~responses_gateway.testing.script.ScriptedUpstream` before it is answered. The shapes
+route only), plus ``GET /v1/models`` (with vLLM's ``max_model_len`` where a window is scripted),
+a tokenizer (one token per whitespace-separated word, the same count the default usage reports):
+vLLM's ``POST /tokenize`` (``messages`` or ``prompt``: ``count``), llama.cpp's ``POST /tokenize``
+(``content``: ``tokens``) and ``POST /apply-template``, the Responses ``POST
+/v1/responses/input_tokens``, and ``POST /v1/responses/compact`` (the user messages and one
+opaque ``compaction`` item, as a Responses upstream with native compaction answers). Every
+request is recorded on the :class:`~responses_gateway.testing.script.ScriptedUpstream` before it
+is answered. The shapes
 follow the ``openai`` SDK's types, including the awkward corners real servers produce (see the
 knobs on ``Turn``). It decides nothing about what to answer (the script and the demo model do)
 and never imports the gateway.
@@ -152,12 +158,82 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
 
     async def models(request: Request) -> Response:
         script.record(request.method, request.url.path, _headers(request), {})
-        listed = [DEMO_MODEL, *script.models, *sorted(script.responses_only_models)]
+        listed = [
+            DEMO_MODEL,
+            *script.models,
+            *sorted(script.responses_only_models),
+            *script.context_windows,
+        ]
         data = [
             {"id": n, "object": "model", "created": 0, "owned_by": "fake-upstream"}
+            | ({"max_model_len": script.context_windows[n]} if n in script.context_windows else {})
             for n in dict.fromkeys(listed)
         ]
         return JSONResponse({"object": "list", "data": data})
+
+    async def tokenize(request: Request) -> Response:
+        body, bad = await _read(request, script)
+        if bad is not None:
+            return bad
+        if isinstance(body.get("content"), str):  # llama.cpp
+            return JSONResponse({"tokens": list(range(_words(body["content"])))})
+        count = _words(body.get("messages")) if "messages" in body else _words(body.get("prompt"))
+        window = script.context_windows.get(str(body.get("model")))
+        return JSONResponse({"count": count, "max_model_len": window, "tokens": list(range(count))})
+
+    async def apply_template(request: Request) -> Response:
+        body, bad = await _read(request, script)
+        if bad is not None:
+            return bad
+        texts = _texts(body.get("messages"))
+        return JSONResponse({"prompt": " ".join(texts)})
+
+    async def input_tokens(request: Request) -> Response:
+        body, bad = await _read(request, script)
+        if bad is not None:
+            return bad
+        count = _words(body.get("input")) + _words(body.get("instructions"))
+        return JSONResponse({"object": "response.input_tokens", "input_tokens": count})
+
+    async def compact(request: Request) -> Response:
+        body, bad = await _read(request, script)
+        if bad is not None:
+            return bad
+        raw = body.get("input")
+        items = [{"role": "user", "content": raw}] if isinstance(raw, str) else raw or []
+        users = [
+            {
+                "id": script.new_id("msg"),
+                "type": "message",
+                "role": "user",
+                "status": "completed",
+                "content": item["content"]
+                if isinstance(item.get("content"), list)
+                else [{"type": "input_text", "text": str(item.get("content"))}],
+            }
+            for item in items
+            if isinstance(item, dict) and item.get("role") == "user"
+        ]
+        with_compact = {"id": script.new_id("cmp"), "type": "compaction"}
+        with_compact["encrypted_content"] = f"upstream-opaque-{with_compact['id']}"
+        script.compactions += 1
+        prompt = _words(raw) + _words(body.get("instructions"))
+        usage = {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": 7,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + 7,
+        }
+        return JSONResponse(
+            {
+                "id": script.new_id("resp"),
+                "object": "response.compaction",
+                "created_at": int(time.time()),
+                "output": [*users, with_compact],
+                "usage": usage,
+            }
+        )
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -173,6 +249,10 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
             Route("/v1/responses", responses, methods=["POST"]),
             Route("/v1/completions", completions, methods=["POST"]),
             Route("/v1/models", models, methods=["GET"]),
+            Route("/tokenize", tokenize, methods=["POST"]),
+            Route("/apply-template", apply_template, methods=["POST"]),
+            Route("/v1/responses/input_tokens", input_tokens, methods=["POST"]),
+            Route("/v1/responses/compact", compact, methods=["POST"]),
         ],
         exception_handlers={404: not_found, 405: not_found},
     )
@@ -318,6 +398,18 @@ def _words(value: Any, key: str | None = None) -> int:
     if isinstance(value, dict):
         return sum(_words(v, k) for k, v in value.items())
     return 0
+
+
+def _texts(value: Any, key: str | None = None) -> list[str]:
+    if key in _SKIP_KEYS:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    if isinstance(value, dict):
+        return [t for k, v in value.items() for t in _texts(v, k)]
+    return []
 
 
 def default_usage(body: dict[str, Any], wire: Wire, turn: Turn) -> Usage:

@@ -259,7 +259,8 @@ class ScriptedUpstream:
     """A FIFO of scripted turns plus a recording of every request; shared by every wire.
 
     Each model request (chat, responses or harmony completions) pops the next turn. When the
-    script is empty the request is answered by the demo model
+    script is empty the request is answered by the ``brain`` factory if one is set, else by the
+    demo model
     (:func:`responses_gateway.testing.demo.demo_turn`), or, with ``demo=False``, with HTTP 500
     ``script_exhausted``. Every method is thread-safe: the
     server usually runs in another thread than the test.
@@ -271,6 +272,8 @@ class ScriptedUpstream:
         demo: bool = True,
         models: Iterable[str] = (),
         responses_only_models: Iterable[str] = (),
+        context_windows: Mapping[str, int] | None = None,
+        brain: TurnFactory | None = None,
     ) -> None:
         """Create a script.
 
@@ -280,6 +283,11 @@ class ScriptedUpstream:
             models: Extra model names listed by ``GET /v1/models`` (``demo`` always is).
             responses_only_models: Models the chat endpoint refuses with OpenAI's 400
                 ``unsupported_api_for_model`` (pointing at ``/v1/responses``).
+            context_windows: ``max_model_len`` reported by ``GET /v1/models`` per model (the
+                model is listed too).
+            brain: A factory answering every request once the script is empty (before the
+                demo model): a model that reads the transcript, such as
+                :func:`responses_gateway.testing.brain.brain_turn`.
         """
         self._cond = threading.Condition()
         self._turns: deque[Turn | TurnFactory] = deque(turns)
@@ -288,10 +296,16 @@ class ScriptedUpstream:
         self._disconnects = 0
         self.demo = demo
         """Answer with the demo model when the script is empty (settable at any time)."""
+        self.brain = brain
+        """Answers every request once the script is empty, before the demo (settable)."""
         self.models: list[str] = list(models)
         """Extra names for ``GET /v1/models``."""
         self.responses_only_models: set[str] = set(responses_only_models)
         """Models the chat endpoint refuses with 400 ``unsupported_api_for_model``."""
+        self.context_windows: dict[str, int] = dict(context_windows or {})
+        """``max_model_len`` per model in ``GET /v1/models`` (as vLLM reports it)."""
+        self.compactions = 0
+        """How many ``POST /v1/responses/compact`` calls were answered."""
 
     def push(self, *turns: Turn | TurnFactory) -> None:
         """Append turns to the script."""
@@ -376,13 +390,17 @@ class ScriptedUpstream:
     def next_turn(
         self, body: dict[str, Any], wire: Wire, *, demo_view: dict[str, Any] | None = None
     ) -> Turn | None:
-        """Pop the next turn for a request (demo turn when empty); None = script exhausted.
+        """Pop the next turn for a request (brain or demo turn when empty); None = exhausted.
 
         ``demo_view`` is the request as a Chat Completions body, for a wire the demo model cannot
         read (a harmony prompt); the demo answers it as a chat request.
         """
         with self._cond:
             entry = self._turns.popleft() if self._turns else None
+        if entry is None and self.brain is not None:
+            if demo_view is not None:
+                return self.brain(demo_view, "chat")
+            return self.brain(body, wire)
         if entry is None:
             if not self.demo:
                 return None

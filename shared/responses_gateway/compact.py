@@ -1,0 +1,229 @@
+"""``POST /v1/responses/compact`` and ``POST /v1/responses/input_tokens``: the context of a
+would-be create, compacted or counted.
+
+Owns the steps of both endpoints between a parsed body and their answer: the transcript a create
+with this body would send (stored history from its last compaction on, then the input, with the
+gateway's compaction items expanded), and then:
+
+- compact: over a Responses upstream, the upstream's own ``/responses/compact`` (passed through,
+  upstream errors mapped like a model call's); when that upstream has none (404/405), or over
+  Chat Completions and harmony, the shared loop runs one
+  :class:`~responses_gateway.loop.state.Compact` action (a model call asking for a summary) and
+  the answer is the user messages plus the one sealed ``compaction`` item it emitted;
+- count: the input tokens by the upstream's tokenizer where it has one
+  (:mod:`responses_gateway.context.tokens`), with the source in :data:`SOURCE_HEADER`.
+
+Knows nothing about HTTP routing (``api/responses.py``) and stores nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from responses_gateway.adapters.base import ModelCall
+from responses_gateway.adapters.select import make_adapter
+from responses_gateway.adapters.wire import loads_json, passed_headers
+from responses_gateway.config import Provider
+from responses_gateway.context.errors import as_context_length
+from responses_gateway.context.tokens import TokenCount, estimate
+from responses_gateway.errors import (
+    GatewayError,
+    InvalidRequestError,
+    UpstreamTransportError,
+)
+from responses_gateway.ids import new_id
+from responses_gateway.loop.compaction import (
+    expand_compactions,
+    from_last_compaction,
+    user_messages,
+)
+from responses_gateway.loop.driver import LoopContext, run_loop
+from responses_gateway.loop.events import NullSink
+from responses_gateway.loop.prepared import prepare_input, to_model_items
+from responses_gateway.loop.render import normalize_usage
+from responses_gateway.loop.state import Compact, LoopState
+from responses_gateway.service import Gateway
+
+__all__ = ["SOURCE_HEADER", "Transcript", "compact", "count_input_tokens", "load_transcript"]
+
+SOURCE_HEADER = "x-token-count-source"
+"""Response header of ``/responses/input_tokens``: ``upstream`` (its ``/tokenize`` or
+``/responses/input_tokens``), ``harmony`` (the exact harmony prompt, o200k_harmony), ``o200k``
+(OpenAI models, counted locally) or ``estimate`` (about four characters per token)."""
+
+_NO_NATIVE_COMPACT = frozenset({404, 405, 501})
+
+
+@dataclass(slots=True)
+class Transcript:
+    """What a create with the same body would send, and where."""
+
+    provider: Provider | None
+    upstream_model: str
+    wire: str
+    items: list[dict[str, Any]]
+    """The transcript (compaction items expanded, unless the upstream's own)."""
+    instructions: str | None
+    tools: list[dict[str, Any]]
+
+    def call(self) -> ModelCall:
+        return ModelCall(
+            model=self.upstream_model,
+            input=[i for i in self.items if i.get("type") != "compaction_trigger"],
+            instructions=self.instructions,
+            tools=self.tools,
+        )
+
+
+def _body(data: Any) -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
+    if data.get("previous_response_id") and data.get("conversation"):
+        raise InvalidRequestError(
+            "Mutually exclusive parameters: Ensure you are only providing one of: "
+            "'previous_response_id' or 'conversation'.",
+            param="conversation",
+            code="mutually_exclusive_parameters",
+        )
+    raw = data.get("input")
+    if raw is not None and not isinstance(raw, str | list):
+        raise InvalidRequestError("Invalid type for 'input'.", param="input", code="invalid_type")
+    instructions = data.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise InvalidRequestError(
+            "Invalid type for 'instructions': expected a string.",
+            param="instructions",
+            code="invalid_type",
+        )
+    return data
+
+
+async def load_transcript(gateway: Gateway, data: Any, tenant: str) -> Transcript:
+    """The transcript of a create with body ``data`` (``model`` optional: no model, no wire)."""
+    data = _body(data)
+    context = await gateway.load_context(
+        tenant, data.get("previous_response_id"), data.get("conversation")
+    )
+    prepared = prepare_input(data.get("input"), context_ids=context.item_ids)
+    model = data.get("model")
+    provider: Provider | None = None
+    upstream_model, wire = str(model or ""), "none"
+    if isinstance(model, str) and model:
+        provider, upstream_model = gateway.config.route(model)
+        wire = make_adapter(provider, gateway.client, gateway.latch).wire
+    items = to_model_items(from_last_compaction(context.history) + prepared.items)
+    tools = [t for t in data.get("tools") or [] if isinstance(t, dict)]
+    return Transcript(
+        provider=provider,
+        upstream_model=upstream_model,
+        wire=wire,
+        items=expand_compactions(items, tenant=tenant, wire=wire),
+        instructions=data.get("instructions"),
+        tools=tools,
+    )
+
+
+async def count_input_tokens(gateway: Gateway, data: Any, tenant: str) -> TokenCount:
+    """The input tokens a create with body ``data`` would send, and how they were counted."""
+    transcript = await load_transcript(gateway, data, tenant)
+    call = transcript.call()
+    if transcript.provider is None:
+        return TokenCount(estimate(call), "estimate")
+    return await gateway.tokens.count(transcript.provider, transcript.wire, call)
+
+
+async def _native(gateway: Gateway, transcript: Transcript, data: dict[str, Any]) -> Any:
+    """The upstream's own ``/responses/compact`` answer; None when it has no such endpoint."""
+    provider = transcript.provider
+    assert provider is not None
+    body: dict[str, Any] = {"model": transcript.upstream_model, "input": transcript.items}
+    if transcript.instructions is not None:
+        body["instructions"] = transcript.instructions
+    for key in ("prompt_cache_key", "service_tier"):
+        if data.get(key) is not None:
+            body[key] = data[key]
+    headers = dict(provider.headers)
+    if provider.api_key:
+        headers["Authorization"] = f"Bearer {provider.api_key}"
+    url = provider.base_url.rstrip("/") + "/responses/compact"
+    try:
+        answer = await gateway.client.post(
+            url, json=body, headers=headers, timeout=httpx.Timeout(provider.timeout, connect=10.0)
+        )
+    except httpx.HTTPError as exc:
+        raise UpstreamTransportError(
+            f"The upstream model could not be reached: {type(exc).__name__}"
+        ) from exc
+    if answer.status_code in _NO_NATIVE_COMPACT:
+        return None
+    if not answer.is_success:
+        from responses_gateway.adapters.chat_completions import chat_status_error
+
+        error = chat_status_error(answer.status_code, answer.text)
+        error.headers.update(passed_headers(answer))
+        raise as_context_length(error)
+    return loads_json(answer.text)
+
+
+async def compact(gateway: Gateway, data: Any, tenant: str) -> dict[str, Any]:
+    """The ``response.compaction`` object for body ``data``.
+
+    Raises:
+        GatewayError: bad input, unknown model or context, a foreign compaction blob, or the
+            upstream's failure (a context-length error mapped to ``context_length_exceeded``).
+    """
+    data = _body(data)
+    if not isinstance(data.get("model"), str) or not data["model"]:
+        raise InvalidRequestError(
+            "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
+        )
+    transcript = await load_transcript(gateway, data, tenant)
+    if not transcript.call().input:
+        raise InvalidRequestError(
+            "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
+        )
+    provider = transcript.provider
+    assert provider is not None
+    if transcript.wire == "responses":
+        native = await _native(gateway, transcript, data)
+        if native is not None:
+            return dict(native)
+    state = LoopState(
+        response_id=new_id("resp"),
+        created_at=int(time.time()),
+        model=str(data["model"]),
+        request={"instructions": transcript.instructions},
+        upstream_input=transcript.items,
+        next_action=Compact("client"),
+    )
+    ctx = LoopContext(
+        adapter=make_adapter(provider, gateway.client, gateway.latch),
+        upstream_model=transcript.upstream_model,
+        tenant=tenant,
+    )
+    await run_loop(state, ctx, NullSink())
+    if ctx.failure is not None:
+        raise ctx.failure
+    if state.status != "completed":  # pragma: no cover - every failure sets ctx.failure
+        raise GatewayError("The conversation could not be compacted.")
+    users = [
+        {
+            "id": item.get("id") or new_id("msg"),
+            "type": "message",
+            "role": "user",
+            "status": "completed",
+            "content": item.get("content"),
+        }
+        for item in user_messages(transcript.items)
+    ]
+    return {
+        "id": state.response_id,
+        "object": "response.compaction",
+        "created_at": state.created_at,
+        "output": [*users, *state.output],
+        "usage": normalize_usage(state.usage or {}),
+    }

@@ -1,0 +1,253 @@
+"""API key administration: create, list and revoke tenants' keys.
+
+Owns the two places keys live:
+
+- :class:`LocalKeyFile`: the file ``GATEWAY_API_KEYS_FILE`` names (``key:tenant`` lines, see
+  :mod:`responses_gateway.tenancy`). The gateway re-reads it whenever it changes, so a revoked
+  key stops working on the next request. Written atomically (a new file renamed over the old
+  one), mode 0600;
+- :class:`ApiGatewayKeys`: the deployed stack's API Gateway API keys in its usage plan. A key is
+  created enabled, tagged with its tenant (``gateway-tenant``) and added to the plan; revoking
+  deletes it. API Gateway then refuses it at once for new authorizer evaluations; an answer the
+  authorizer cached (``AuthorizerCacheSeconds``, default 300 s) may still let it through until
+  that TTL ends. Deployed, the tenant scoping stored state is the key's id (see tenancy).
+
+A key's value is returned once, by ``create``, and never listed, logged or stored in clear by
+this module (the local file holds keys by necessity: it is the gateway's key store). Listings
+show key ids: ``key_<16 hex>`` (SHA-256 prefix) locally, API Gateway's id when deployed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import secrets
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from responses_gateway.tenancy import key_id_of, valid_tenant
+
+__all__ = ["TENANT_TAG", "ApiGatewayKeys", "CreatedKey", "KeyInfo", "KeysError", "LocalKeyFile"]
+
+TENANT_TAG = "gateway-tenant"
+"""The tag naming a deployed API key's tenant."""
+
+
+class KeysError(ValueError):
+    """A key operation cannot be done (bad tenant, no such key, missing stack output)."""
+
+
+@dataclass(frozen=True, slots=True)
+class KeyInfo:
+    """A key as listings show it (never its value)."""
+
+    key_id: str
+    tenant: str
+    enabled: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CreatedKey:
+    """A new key: its value is shown once."""
+
+    info: KeyInfo
+    value: str
+
+
+def _check_tenant(tenant: str) -> str:
+    if not valid_tenant(tenant):
+        raise KeysError(f"tenant {tenant!r} must be 1-128 of A-Z a-z 0-9 . _ @ -")
+    return tenant
+
+
+def _split(entry: str) -> tuple[str, str]:
+    """(key, tenant) of a ``key:tenant`` entry (a bare key acts for ``local``)."""
+    key, sep, tenant = entry.rpartition(":")
+    if not sep:
+        return entry.strip(), "local"
+    return key.strip(), tenant.strip()
+
+
+def new_key_value() -> str:
+    """A fresh random API key (256 bits)."""
+    return "sk-gw-" + secrets.token_urlsafe(32)
+
+
+class LocalKeyFile:
+    """The local key file (``key:tenant`` entries; comments and blank lines are kept)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def _lines(self) -> builtins.list[str]:
+        try:
+            return self.path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+
+    def _entries(self) -> Iterator[tuple[int, str, str]]:
+        """(line number, key, tenant) of every entry."""
+        for number, line in enumerate(self._lines()):
+            for raw in line.split("#", 1)[0].split(","):
+                entry = raw.strip()
+                if not entry:
+                    continue
+                key, tenant = _split(entry)
+                yield number, key, tenant
+
+    def _write(self, lines: builtins.list[str]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(dir=self.path.parent, prefix=".keys-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.write("".join(f"{line}\n" for line in lines))
+            os.chmod(temp, 0o600)
+            os.replace(temp, self.path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+
+    def create(self, tenant: str) -> CreatedKey:
+        """Add a new key for ``tenant``."""
+        value = new_key_value()
+        self._write([*self._lines(), f"{value}:{_check_tenant(tenant)}"])
+        return CreatedKey(KeyInfo(key_id_of(value), tenant), value)
+
+    def list(self, tenant: str | None = None) -> builtins.list[KeyInfo]:
+        """The keys (of ``tenant``, or all), in file order."""
+        return [
+            KeyInfo(key_id_of(key), owner)
+            for _, key, owner in self._entries()
+            if tenant is None or owner == tenant
+        ]
+
+    def revoke(self, tenant: str, key_id: str | None = None) -> builtins.list[KeyInfo]:
+        """Remove ``tenant``'s keys (only ``key_id`` when given); returns what was removed.
+        Other entries and comments stay as they were.
+
+        Raises:
+            KeysError: nothing matched.
+        """
+
+        def doomed(entry: str) -> bool:
+            key, sep, owner = entry.rpartition(":")
+            if not sep:
+                key, owner = entry, "local"
+            return owner.strip() == tenant and (key_id is None or key_id_of(key.strip()) == key_id)
+
+        removed: builtins.list[KeyInfo] = []
+        kept: builtins.list[str] = []
+        for line in self._lines():
+            body, hash_, comment = line.partition("#")
+            entries = [e.strip() for e in body.split(",") if e.strip()]
+            gone = [e for e in entries if doomed(e)]
+            if not gone:
+                kept.append(line)
+                continue
+            removed += [KeyInfo(key_id_of(_split(e)[0]), tenant) for e in gone]
+            rest = ", ".join(e for e in entries if e not in gone)
+            if rest or comment.strip():
+                kept.append(f"{rest}  {hash_}{comment}".strip() if hash_ else rest)
+        if not removed:
+            raise KeysError(f"no key of tenant {tenant!r} matches")
+        self._write(kept)
+        return removed
+
+
+class ApiGatewayKeys:
+    """API keys of a deployed stack's usage plan (boto3 ``apigateway`` client)."""
+
+    def __init__(self, client: Any, usage_plan_id: str) -> None:
+        self._client = client
+        self.usage_plan_id = usage_plan_id
+
+    @classmethod
+    def for_stack(
+        cls, stack: str, *, region: str | None, endpoint_url: str | None = None
+    ) -> ApiGatewayKeys:
+        """The keys of the stack named ``stack`` (its ``UsagePlanId`` output).
+
+        Raises:
+            KeysError: the stack has no such output.
+        """
+        import boto3  # type: ignore[import-untyped]
+
+        cloudformation = boto3.client(
+            "cloudformation", region_name=region, endpoint_url=endpoint_url
+        )
+        outputs = cloudformation.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
+        for output in outputs:
+            if output.get("OutputKey") == "UsagePlanId":
+                return cls.connect(output["OutputValue"], region=region, endpoint_url=endpoint_url)
+        raise KeysError(f"stack {stack!r} has no UsagePlanId output")
+
+    @classmethod
+    def connect(
+        cls, usage_plan_id: str, *, region: str | None, endpoint_url: str | None = None
+    ) -> ApiGatewayKeys:
+        import boto3
+
+        return cls(
+            boto3.client("apigateway", region_name=region, endpoint_url=endpoint_url),
+            usage_plan_id,
+        )
+
+    def _plan_key_ids(self) -> set[str]:
+        ids: set[str] = set()
+        for page in self._client.get_paginator("get_usage_plan_keys").paginate(
+            usagePlanId=self.usage_plan_id
+        ):
+            ids.update(item["id"] for item in page.get("items", []))
+        return ids
+
+    def create(self, tenant: str) -> CreatedKey:
+        """Create an enabled key tagged with ``tenant`` and add it to the usage plan."""
+        _check_tenant(tenant)
+        created = self._client.create_api_key(
+            name=f"{tenant}-{secrets.token_hex(4)}",
+            description=f"responses-gateway key of tenant {tenant}",
+            enabled=True,
+            value=new_key_value(),
+            tags={TENANT_TAG: tenant},
+        )
+        key_id = created["id"]
+        try:
+            self._client.create_usage_plan_key(
+                usagePlanId=self.usage_plan_id, keyId=key_id, keyType="API_KEY"
+            )
+        except BaseException:
+            self._client.delete_api_key(apiKey=key_id)
+            raise
+        return CreatedKey(KeyInfo(key_id, tenant, True, created.get("name", "")), created["value"])
+
+    def list(self, tenant: str | None = None) -> builtins.list[KeyInfo]:
+        """The plan's keys (of ``tenant``, or all; keys without the tag show tenant ``?``)."""
+        in_plan = self._plan_key_ids()
+        found: builtins.list[KeyInfo] = []
+        for page in self._client.get_paginator("get_api_keys").paginate(includeValues=False):
+            for item in page.get("items", []):
+                if item["id"] not in in_plan:
+                    continue
+                owner = (item.get("tags") or {}).get(TENANT_TAG, "?")
+                if tenant is None or owner == tenant:
+                    found.append(
+                        KeyInfo(item["id"], owner, bool(item.get("enabled")), item.get("name", ""))
+                    )
+        return found
+
+    def revoke(self, tenant: str, key_id: str | None = None) -> builtins.list[KeyInfo]:
+        """Delete ``tenant``'s keys in the plan (only ``key_id`` when given).
+
+        Raises:
+            KeysError: nothing matched.
+        """
+        doomed = [k for k in self.list(tenant) if key_id is None or k.key_id == key_id]
+        if not doomed:
+            raise KeysError(f"no key of tenant {tenant!r} matches")
+        for key in doomed:
+            self._client.delete_api_key(apiKey=key.key_id)
+        return doomed
