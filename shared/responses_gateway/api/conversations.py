@@ -13,12 +13,14 @@ from fastapi import APIRouter, Request
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of
 from responses_gateway.api.limits import read_json
+from responses_gateway.api.responses import read_include
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.prepared import prepare_input
 from responses_gateway.protocol.request import parse_create_request, request_input
 from responses_gateway.service import conversation_not_found
 from responses_gateway.store.base import Conversation
+from responses_gateway.tool_kinds import shown
 
 __all__ = ["router"]
 
@@ -179,7 +181,8 @@ async def list_items(request: Request, conversation_id: str) -> dict[str, Any]:
     found = await gateway.store.list_items(
         tenant_of(request), conversation_id, after=page.after, limit=page.limit, order=page.order
     )
-    return list_object(found.data, has_more=found.has_more)
+    include = read_include(request)  # result fields of tool items only when asked for
+    return list_object([shown(i, include) for i in found.data], has_more=found.has_more)
 
 
 @router.get("/{conversation_id}/items/{item_id}")
@@ -188,7 +191,7 @@ async def retrieve_item(request: Request, conversation_id: str, item_id: str) ->
     item = await gateway_of(request).store.get_item(tenant_of(request), conversation_id, item_id)
     if item is None:
         raise _item_not_found(item_id)
-    return item
+    return shown(item, read_include(request))
 
 
 @router.delete("/{conversation_id}/items/{item_id}")

@@ -28,6 +28,7 @@ from responses_gateway.loop import render_response
 from responses_gateway.protocol.request import parse_create_request
 from responses_gateway.service import PreparedRun
 from responses_gateway.store.base import StoredResponse
+from responses_gateway.tool_kinds import shown
 
 __all__ = ["router"]
 
@@ -129,12 +130,27 @@ def _starting_after(request: Request) -> int:
     return value
 
 
+def read_include(request: Request) -> list[str]:
+    """The ``include`` query parameters of a read (``include[]=...`` or ``include=...``)."""
+    return request.query_params.getlist("include[]") + request.query_params.getlist("include")
+
+
+def _shown(response: Any, request: Request) -> Any:
+    """A stored response as this read sees it: item result fields only when its ``include``
+    query parameters ask for them (the record keeps them for later turns)."""
+    if not isinstance(response, dict) or not isinstance(response.get("output"), list):
+        return response
+    include = read_include(request)
+    return {**response, "output": [shown(item, include) for item in response["output"]]}
+
+
 @router.get("/{response_id}")
 async def retrieve_response(request: Request, response_id: str) -> Any:
     record = await _stored(request, response_id)
     gateway = gateway_of(request)
     if request.query_params.get("stream") != "true":
-        return await end_if_lost(gateway, record, await current_response(gateway.store, record))
+        response = await end_if_lost(gateway, record, await current_response(gateway.store, record))
+        return _shown(response, request)
     after = _starting_after(request)
     checkpoint = await gateway.store.get_checkpoint(record.tenant, record.id)
     if checkpoint is None:

@@ -30,7 +30,7 @@ from responses_gateway.loop.events import (
 from responses_gateway.loop.reasoning import ReasoningPolicy, sealed_content
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, GatewayTool, ToolRegistry
-from responses_gateway.tool_kinds import CALL_ITEM_TYPES, Exposed
+from responses_gateway.tool_kinds import CALL_ITEM_TYPES, Exposed, shown
 
 __all__ = [
     "FunctionCallWriter",
@@ -383,7 +383,8 @@ class RelayWriter:
         if status != "completed" and "status" in item:
             item["status"] = status
         self._writer._relay_closed(self)
-        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(item)))
+        shown_item = shown(item, self._writer.state.include)
+        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(shown_item)))
 
 
 class ListingWriter:
@@ -548,14 +549,15 @@ class OutputWriter:
         self.state.output[index] = item
         if status == "completed" and kind.gateway_runs(item):
             return index  # stays in_progress: the gateway runs it next (ExecuteTools)
-        self.finish_call_item(index, status)
+        self.finish_call_item(index, status if status == "completed" else kind.cut_off)
         return index
 
     def finish_call_item(self, index: int, status: str = "completed") -> None:
-        """Close the call item at ``index`` with ``status``."""
+        """Close the call item at ``index`` with ``status`` (its ``done`` event shows what the
+        response's ``include`` asks for, see :func:`~responses_gateway.tool_kinds.shown`)."""
         item = self.state.output[index]
         item["status"] = status
-        self.sink.emit(ItemFinished(index, snapshot(item)))
+        self.sink.emit(ItemFinished(index, snapshot(shown(item, self.state.include))))
 
     def add_item(self, item: dict[str, Any]) -> int:
         """Add a whole item the gateway produced (a ``tool_search_output``...), announced and
