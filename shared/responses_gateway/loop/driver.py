@@ -69,9 +69,11 @@ from responses_gateway.loop.tools import (
     ToolOutcome,
     ToolRegistry,
 )
+from responses_gateway.protocol.contract import lower_context_items
 from responses_gateway.tool_kinds import (
     CLIENT_CALL_ITEM_TYPES,
     ITEM_KINDS,
+    LOWERED_WIRES,
     runs_on_gateway,
     search_tools,
     tool_view,
@@ -177,13 +179,17 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     declared = [
         {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
+    results = hosted_results(state)
+    transcript = model_transcript(state)
+    if ctx.adapter.wire in LOWERED_WIRES:  # what no function wire shows, as the contract says
+        transcript = lower_context_items(transcript, keep=results)
     view = tool_view(
         declared,
-        model_transcript(state),
+        transcript,
         request.get("tool_choice"),
         ctx.adapter.wire,
         backed=frozenset(ctx.backends),
-        results=hosted_results(state),
+        results=results,
     )
     tools = view.tools + ctx.tools.model_tools()
     if state.tool_calls_executed >= tool_budget(state, ctx):
