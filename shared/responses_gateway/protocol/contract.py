@@ -126,8 +126,9 @@ def _orphan_output(item: dict[str, Any]) -> list[dict[str, Any]]:
     output = item.get("output")
     if not isinstance(output, str):
         output = "".join(str(p.get("text") or "") for p in output or [] if isinstance(p, Mapping))
-    caller = item.get("caller") or {}
-    source = f" (for {caller.get('caller_id')})" if isinstance(caller, Mapping) else ""
+    caller = item.get("caller")
+    caller_id = caller.get("caller_id") if isinstance(caller, Mapping) else None
+    source = f" (for {caller_id})" if caller_id else ""
     return _text(item, "user", f"Tool output{source}: {output}")
 
 
@@ -192,7 +193,11 @@ def _input_rows() -> tuple[Row, ...]:
         _all("item_reference", Handling("gateway", "resolved from the store, then as its item")),
         _row(
             "reasoning",
-            RELAYED,
+            Handling(
+                "lowered",
+                "relayed with its encrypted_content (the gateway's seal opened); without one "
+                "omitted: a store:false upstream cannot resolve a bare reasoning id",
+            ),
             Handling(
                 "lowered",
                 "chat: reasoning_content when the provider sets send_reasoning_content, "
