@@ -276,8 +276,7 @@ def _output_rows(names: tuple[str, ...]) -> tuple[Row, ...]:
             )
         else:
             handling = _NEVER_OUTPUT
-        responses = handling if handling.fate == "gateway" and name.startswith("mcp") else RELAYED
-        rows.append(_row(name, responses, handling))
+        rows.append(_row(name, RELAYED, handling))
     return tuple(rows)
 
 
