@@ -42,6 +42,7 @@ from responses_gateway.loop.prepared import (
 from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
+from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
     McpTool,
@@ -413,6 +414,9 @@ class Gateway:
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
+            passthrough=request.model_dump(
+                mode="json", include=set(RESPONSES_ONLY_FIELDS), exclude_none=True
+            ),
             upstream_input=transcript,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,

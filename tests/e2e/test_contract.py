@@ -83,3 +83,47 @@ def _shown(payload: dict[str, Any]) -> str:
         for call in message.get("tool_calls") or []:
             shown.append(call["function"]["arguments"])
     return "\n".join(shown)
+
+
+RESPONSES_ONLY = {
+    "prompt_cache_retention": "24h",
+    "prompt_cache_options": {"mode": "auto"},
+    "moderation": {"mode": "auto"},
+}
+
+
+def test_responses_only_fields_reach_a_responses_upstream_only(
+    client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    upstream.push(Turn(text="ok"))
+
+    client.responses.create(model=model, input="go", extra_body=RESPONSES_ONLY)
+
+    sent = upstream.model_requests()[-1].json
+    relayed = {k: sent[k] for k in RESPONSES_ONLY if k in sent}
+    assert relayed == (RESPONSES_ONLY if wire == "responses" else {})
+
+
+def test_a_refused_tool_is_a_400_naming_it_before_any_model_call(
+    client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    upstream.push(Turn(text="ok"))
+    tools: Any = [{"type": "programmatic_tool_calling"}]
+
+    status, error = _send_tools(client, model, tools)
+
+    if wire == "responses":
+        assert status == 200
+        assert upstream.model_requests()[-1].json["tools"] == tools
+    else:
+        assert (status, upstream.model_requests()) == (400, [])
+        assert "programmatic_tool_calling" in error
+
+
+def _send_tools(client: openai.OpenAI, model: str, tools: Any) -> tuple[int, str]:
+    try:
+        client.responses.create(model=model, input="go", tools=tools)
+    except openai.BadRequestError as exc:
+        assert exc.body["param"] == "tools[0].type"  # type: ignore[index]
+        return 400, str(exc.message)
+    return 200, ""

@@ -51,6 +51,7 @@ from responses_gateway.loop.output import (
 )
 from responses_gateway.loop.render import normalize_usage
 from responses_gateway.loop.state import StopReason, TurnResult
+from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS
 
 __all__ = ["PASSED_PARAMS", "ResponsesAdapter", "to_responses_request"]
 
@@ -66,6 +67,7 @@ PASSED_PARAMS = (
     "service_tier",
     "prompt_cache_key",
     "safety_identifier",
+    *RESPONSES_ONLY_FIELDS,
 )
 """``ModelCall.params`` keys sent upstream, under the same (Responses) names."""
 

@@ -69,7 +69,7 @@ from responses_gateway.loop.tools import (
     ToolOutcome,
     ToolRegistry,
 )
-from responses_gateway.protocol.contract import lower_context_items
+from responses_gateway.protocol.contract import check_request, lower_context_items
 from responses_gateway.tool_kinds import (
     CLIENT_CALL_ITEM_TYPES,
     ITEM_KINDS,
@@ -176,6 +176,9 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     tools at all, to answer.
     """
     request = state.request
+    omitted = check_request({**request, **state.passthrough}, ctx.adapter.wire)
+    if omitted and not state.output:  # once per response: its first model call
+        logger.info("contract: %s wire omits %s", ctx.adapter.wire, ", ".join(omitted))
     declared = [
         {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
@@ -195,6 +198,8 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     if state.tool_calls_executed >= tool_budget(state, ctx):
         tools = []
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
+    if ctx.adapter.wire == "responses":
+        params.update(state.passthrough)
     if state.include:
         params["include"] = list(state.include)
     if params.get("service_tier") == "auto":  # the echoed default; the upstream's own default

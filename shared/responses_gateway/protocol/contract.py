@@ -520,3 +520,43 @@ def lower_context_items(
             skip = True
         out.extend([item] if skip or row is None or row.lower is None else row.lower(item))
     return out
+
+
+RESPONSES_ONLY_FIELDS: tuple[str, ...] = (
+    "moderation",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "image",
+    "access_programs",
+)
+"""Create fields sent as they are to a Responses upstream (the rows say ``relayed``) and omitted
+on the function wires."""
+
+
+def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
+    """Apply the request-level policies of the rows for ``wire``.
+
+    Returns:
+        The create fields the request sets that the wire omits (for the caller's one log line).
+
+    Raises:
+        InvalidRequestError: a tool whose row refuses it on ``wire`` (a 400 naming the tool).
+    """
+    from responses_gateway.errors import InvalidRequestError
+
+    if wire not in WIRES:  # a test double's wire: no policies
+        return []
+    for index, tool in enumerate(request.get("tools") or []):
+        row = TOOLS.get(str(tool.get("type")) if isinstance(tool, Mapping) else "")
+        if row is not None and row.on(wire).fate == "refused":
+            raise InvalidRequestError(
+                f"Tool type '{row.name}' is not supported by this model's upstream: "
+                f"{row.on(wire).how}.",
+                param=f"tools[{index}].type",
+                code="unsupported_value",
+            )
+    return [
+        name
+        for name, row in CREATE_FIELDS.items()
+        if request.get(name) not in (None, [], {}) and row.on(wire).fate == "omitted"
+    ]

@@ -15,43 +15,43 @@ __all__ = ["INPUT_INSTANCES", "validated"]
 CALL = "call_contract_1"
 
 _SHOT = {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA=="}
-_COMPUTER = [
+_COMPUTER: list[dict[str, Any]] = [
     {"type": "computer_call", "id": "cu_1", "call_id": CALL, "action": {"type": "screenshot"},
      "pending_safety_checks": [], "status": "completed"},
     {"type": "computer_call_output", "call_id": CALL, "output": _SHOT},
 ]  # fmt: skip
-_FUNCTION = [
+_FUNCTION: list[dict[str, Any]] = [
     {"type": "function_call", "call_id": CALL, "name": "lookup", "arguments": "{}"},
     {"type": "function_call_output", "call_id": CALL, "output": "42"},
 ]
-_TOOL_SEARCH = [
+_TOOL_SEARCH: list[dict[str, Any]] = [
     {"type": "tool_search_call", "id": "tsc_1", "call_id": CALL, "arguments": {"query": "x"},
      "execution": "client", "status": "completed"},
     {"type": "tool_search_output", "call_id": CALL, "execution": "client",
      "status": "completed", "tools": []},
 ]  # fmt: skip
-_LOCAL_SHELL = [
+_LOCAL_SHELL: list[dict[str, Any]] = [
     {"type": "local_shell_call", "id": "lsh_1", "call_id": CALL, "status": "completed",
      "action": {"type": "exec", "command": ["ls"], "env": {}}},
     {"type": "local_shell_call_output", "id": CALL, "output": "a.txt"},
 ]  # fmt: skip
-_SHELL = [
+_SHELL: list[dict[str, Any]] = [
     {"type": "shell_call", "call_id": CALL, "action": {"commands": ["ls"]}, "status": "completed"},
     {"type": "shell_call_output", "call_id": CALL,
      "output": [{"stdout": "a.txt", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}]},
 ]  # fmt: skip
-_PATCH = [
+_PATCH: list[dict[str, Any]] = [
     {"type": "apply_patch_call", "call_id": CALL, "status": "completed",
      "operation": {"type": "create_file", "path": "a.txt", "diff": "+hi\n"}},
     {"type": "apply_patch_call_output", "call_id": CALL, "status": "completed", "output": "ok"},
 ]  # fmt: skip
-_CUSTOM = [
+_CUSTOM: list[dict[str, Any]] = [
     {"type": "custom_tool_call", "call_id": CALL, "name": "grep", "input": "x"},
     {"type": "custom_tool_call_output", "call_id": CALL, "output": "found"},
 ]
 _MCP_LIST = {"type": "mcp_list_tools", "id": "mcpl_1", "server_label": "docs",
              "tools": [{"name": "find", "input_schema": {"type": "object"}}]}  # fmt: skip
-_PROGRAM = [
+_PROGRAM: list[dict[str, Any]] = [
     {"type": "program", "id": "prg_1", "call_id": CALL, "code": "print(1)", "fingerprint": "f"},
     {"type": "program_output", "id": "prgo_1", "call_id": CALL, "result": "1",
      "status": "completed"},
@@ -65,8 +65,12 @@ INPUT_INSTANCES: dict[str, list[dict[str, Any]]] = {
     "computer_call": _COMPUTER,
     "computer_call_output": _COMPUTER,
     "web_search_call": [
-        {"type": "web_search_call", "id": "ws_1", "status": "completed",
-         "action": {"type": "search", "query": "weather"}}
+        {
+            "type": "web_search_call",
+            "id": "ws_1",
+            "status": "completed",
+            "action": {"type": "search", "query": "weather"},
+        }
     ],  # fmt: skip
     "function_call": _FUNCTION,
     "function_call_output": [{"type": "function_call_output", "output": "42"}],
@@ -82,8 +86,14 @@ INPUT_INSTANCES: dict[str, list[dict[str, Any]]] = {
         {"type": "image_generation_call", "id": "ig_1", "result": "AA==", "status": "completed"}
     ],
     "code_interpreter_call": [
-        {"type": "code_interpreter_call", "id": "ci_1", "code": "1+1", "container_id": "c",
-         "outputs": [{"type": "logs", "logs": "2"}], "status": "completed"}
+        {
+            "type": "code_interpreter_call",
+            "id": "ci_1",
+            "code": "1+1",
+            "container_id": "c",
+            "outputs": [{"type": "logs", "logs": "2"}],
+            "status": "completed",
+        }
     ],  # fmt: skip
     "local_shell_call": _LOCAL_SHELL,
     "local_shell_call_output": _LOCAL_SHELL,
@@ -94,15 +104,27 @@ INPUT_INSTANCES: dict[str, list[dict[str, Any]]] = {
     "mcp_list_tools": [_MCP_LIST],
     "mcp_approval_request": [
         _MCP_LIST,
-        {"type": "mcp_approval_request", "id": "mcpr_1", "server_label": "docs",
-         "name": "find", "arguments": "{}"},
+        {
+            "type": "mcp_approval_request",
+            "id": "mcpr_1",
+            "server_label": "docs",
+            "name": "find",
+            "arguments": "{}",
+        },
     ],  # fmt: skip
     "mcp_approval_response": [
         {"type": "mcp_approval_response", "approval_request_id": "mcpr_missing", "approve": True}
     ],
     "mcp_call": [
-        {"type": "mcp_call", "id": "mcp_1", "server_label": "docs", "name": "find",
-         "arguments": "{}", "output": "x", "status": "completed"}
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "server_label": "docs",
+            "name": "find",
+            "arguments": "{}",
+            "output": "x",
+            "status": "completed",
+        }
     ],  # fmt: skip
     "custom_tool_call_output": _CUSTOM,
     "custom_tool_call": _CUSTOM,
