@@ -42,10 +42,12 @@ from responses_gateway.loop.prepared import (
 from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
+from responses_gateway.prompts import ResolvedPrompt, resolve_prompt
 from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
     McpTool,
+    PromptRef,
     echo_fields,
     parse_create_request,
     request_input,
@@ -371,6 +373,12 @@ class Gateway:
             )
         provider, upstream_model = self.config.route(request.model)
         raw_input = request_input(request)
+        if request.prompt is not None:  # before any model call: unknown ids are a 404 here
+            resolved_prompt = resolve_prompt(
+                self.config.prompts, request.prompt.model_dump(mode="json")
+            )
+            request = _with_prompt(request, resolved_prompt)
+            raw_input = _prompt_input(resolved_prompt, raw_input)
         opened = open_client_reasoning(raw_input, tenant)
         guard = self.budget_guard(tenant)
         admitted, context = await asyncio.gather(
@@ -528,3 +536,25 @@ class Gateway:
 
 async def _no_status() -> None:
     return None
+
+
+def _with_prompt(request: CreateResponseRequest, resolved: ResolvedPrompt) -> CreateResponseRequest:
+    """The request with the template's instructions (the request's own win) and the resolved
+    ``prompt`` echo (id, the version used, the variables)."""
+    update: dict[str, Any] = {"prompt": PromptRef.model_validate(resolved.echo)}
+    if request.instructions is None and resolved.instructions is not None:
+        update["instructions"] = resolved.instructions
+    return request.model_copy(update=update)
+
+
+def _prompt_input(
+    resolved: ResolvedPrompt, raw_input: str | list[dict[str, Any]] | None
+) -> str | list[dict[str, Any]] | None:
+    """The template's messages, then the request's own input."""
+    if not resolved.input:
+        return raw_input
+    if raw_input is None:
+        return list(resolved.input)
+    if isinstance(raw_input, str):
+        raw_input = [{"type": "message", "role": "user", "content": raw_input}]
+    return [*resolved.input, *raw_input]

@@ -37,6 +37,20 @@ CHAT_REPLAY_MODEL = "scripted-chat-replay"
 
 TABLE = "responses-gateway-e2e"
 
+PROMPTS = {
+    "pmpt_support": {
+        "default_version": "2",
+        "versions": {
+            "1": {"instructions": "You help with {{product}}."},
+            "2": {
+                "instructions": "You help with {{product}}, for {{customer}}.",
+                "input": [{"role": "user", "content": "My name is {{customer}}."}],
+            },
+        },
+    }
+}
+"""The operator's prompt templates (``GATEWAY_CONFIG`` ``prompts``)."""
+
 
 @dataclass
 class Stack:
@@ -143,7 +157,8 @@ def stack() -> Iterator[Stack]:
                     "prefixes": ["auto/"],
                     "strip_prefix": True,
                 },
-            ]
+            ],
+            "prompts": PROMPTS,
         }
     )
     latch = UpgradeLatch()

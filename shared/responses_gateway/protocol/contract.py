@@ -424,9 +424,16 @@ def _field_rows() -> tuple[Row, ...]:
             Handling("omitted", "a raw completions server has no prompt cache key"),
         ),  # fmt: skip
     ]
-    echoed = Handling("omitted", "echoed; the gateway does not implement it yet")
-    for name in ("prompt",):
-        rows.append(_all(name, echoed))
+    rows.append(
+        _all(
+            "prompt",
+            Handling(
+                "gateway",
+                "operator templates (GATEWAY_CONFIG prompts) resolved into instructions and "
+                "input; unknown id 404, unknown version or variable 400; resolved prompt echoed",
+            ),
+        )
+    )
     for name in (
         "moderation",
         "prompt_cache_options",
