@@ -362,6 +362,8 @@ class _StreamReader:
             writer.text(_remainder(_message_text(writer.item), _message_text(final)))
             for annotation in _annotations(final)[len(writer.annotations()) :]:
                 writer.annotation(annotation)
+            writer.logprobs([dict(e) for p in _parts_of(final, "output_text")
+                             for e in p.get("logprobs") or []])  # fmt: skip
             refusal = _message_text(writer.item, "refusal")
             writer.refusal(_remainder(refusal, _message_text(final, "refusal")))
         elif isinstance(writer, FunctionCallWriter):

@@ -149,6 +149,11 @@ class MessageWriter(_ItemWriter):
             )
         )
 
+    def logprobs(self, entries: list[dict[str, Any]]) -> None:
+        """Add token logprobs to the text part (``include: message.output_text.logprobs``)."""
+        if entries and not self.closed and self._part >= 0 and not self._refused():
+            self._item["content"][self._part]["logprobs"].extend(entries)
+
     def annotations(self) -> list[dict[str, Any]]:
         """The text part's annotations so far."""
         if self._part < 0 or self._refused():

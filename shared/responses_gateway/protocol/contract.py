@@ -457,7 +457,9 @@ def _include_rows() -> tuple[Row, ...]:
             Handling("gateway", "the gateway seals reasoning for stateless replay"),
         ),
         _row("message.output_text.logprobs", RELAYED,
-             Handling("omitted", "chat logprobs are not mapped to output_text.logprobs yet")),
+             Handling("lowered", "chat choice logprobs.content -> output_text.logprobs "
+                      "(needs top_logprobs, which asks chat for logprobs)"),
+             Handling("omitted", "the completions server's token logprobs are not mapped")),
         _row("message.input_image.image_url", RELAYED,
              Handling("omitted", "input items are not echoed with image URLs yet")),
         _row("web_search_call.action.sources", RELAYED, no_data),
