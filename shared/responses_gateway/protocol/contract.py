@@ -367,6 +367,16 @@ def _event_rows() -> tuple[Row, ...]:
 
 # --------------------------------------------------------------------------- create fields
 
+RESPONSES_ONLY_FIELDS: tuple[str, ...] = (
+    "moderation",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "image",
+    "access_programs",
+)
+"""Create fields sent as they are to a Responses upstream (the rows say ``relayed``) and omitted
+on the function wires."""
+
 
 def _field_rows() -> tuple[Row, ...]:
     passed = (
@@ -403,7 +413,11 @@ def _field_rows() -> tuple[Row, ...]:
             "text",
             RELAYED,
             Handling("lowered", "chat response_format"),
-            Handling("omitted", "harmony structured outputs are not rendered yet"),
+            Handling(
+                "lowered",
+                "format: a '# Response Formats' section of the developer message (the output "
+                "is not yet checked against the schema)",
+            ),
         ),  # fmt: skip
         _row(
             "top_logprobs",
@@ -434,15 +448,14 @@ def _field_rows() -> tuple[Row, ...]:
             ),
         )
     )
-    for name in (
-        "moderation",
-        "prompt_cache_options",
-        "prompt_cache_retention",
-        "background_options",
-        "image",
-        "access_programs",
-    ):
+    for name in RESPONSES_ONLY_FIELDS:
         rows.append(_row(name, RELAYED, Handling("omitted", "no chat/harmony equivalent")))
+    rows.append(
+        _all(
+            "background_options",
+            Handling("omitted", "the gateway runs background mode itself; options not applied"),
+        )
+    )
     return tuple(rows)
 
 
@@ -529,17 +542,6 @@ def lower_context_items(
             skip = True
         out.extend([item] if skip or row is None or row.lower is None else row.lower(item))
     return out
-
-
-RESPONSES_ONLY_FIELDS: tuple[str, ...] = (
-    "moderation",
-    "prompt_cache_options",
-    "prompt_cache_retention",
-    "image",
-    "access_programs",
-)
-"""Create fields sent as they are to a Responses upstream (the rows say ``relayed``) and omitted
-on the function wires."""
 
 
 def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
