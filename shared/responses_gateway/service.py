@@ -43,7 +43,7 @@ from responses_gateway.loop.reasoning import open_client_reasoning, restore_reas
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
 from responses_gateway.prompts import ResolvedPrompt, resolve_prompt
-from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS
+from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS, check_request
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
     McpTool,
@@ -84,6 +84,9 @@ class PreparedRun:
     omitted_tools: list[str] = field(default_factory=list)
     """Hosted tool types the model does not see (no backend on its wire; the provider's
     ``hosted_tools`` policy is ``omit``): the ``x-gateway-omitted-tools`` response header."""
+    omitted_fields: list[str] = field(default_factory=list)
+    """Create fields the request set that its wire omits under the contract's rows
+    (:mod:`responses_gateway.protocol.contract`): the ``x-gateway-omitted-fields`` header."""
 
 
 @dataclass(slots=True)
@@ -435,6 +438,16 @@ class Gateway:
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
+        omitted_fields = check_request(
+            request.model_dump(mode="json", exclude_unset=True, exclude={"input"}), adapter.wire
+        )
+        if omitted_fields:
+            logger.info(
+                "omitting fields %s for model %s (the %s wire has no equivalent)",
+                ",".join(omitted_fields),
+                request.model,
+                adapter.wire,
+            )
         if omitted:
             logger.info(
                 "omitting hosted tools %s for model %s (provider %s has no backend for them)",
@@ -491,6 +504,7 @@ class Gateway:
             and not _carries_secrets(request)
             and self.launcher is not None,
             omitted_tools=omitted,
+            omitted_fields=omitted_fields,
         )
 
     def _persister(

@@ -97,11 +97,16 @@ def test_responses_only_fields_reach_a_responses_upstream_only(
 ) -> None:
     upstream.push(Turn(text="ok"))
 
-    client.responses.create(model=model, input="go", extra_body=RESPONSES_ONLY)
+    raw = client.responses.with_raw_response.create(
+        model=model, input="go", extra_body=RESPONSES_ONLY
+    )
 
     sent = upstream.model_requests()[-1].json
     relayed = {k: sent[k] for k in RESPONSES_ONLY if k in sent}
     assert relayed == (RESPONSES_ONLY if wire == "responses" else {})
+    signal = raw.headers.get("x-gateway-omitted-fields")
+    expected = "moderation,prompt_cache_options,prompt_cache_retention"
+    assert signal == (None if wire == "responses" else expected)
 
 
 def test_a_refused_tool_is_a_400_naming_it_before_any_model_call(

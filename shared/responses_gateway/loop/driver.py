@@ -176,9 +176,7 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     tools at all, to answer.
     """
     request = state.request
-    omitted = check_request({**request, **state.passthrough}, ctx.adapter.wire)
-    if omitted and not state.output:  # once per response: its first model call
-        logger.info("contract: %s wire omits %s", ctx.adapter.wire, ", ".join(omitted))
+    check_request(request, ctx.adapter.wire)  # refused tools (the service checked them first)
     declared = [
         {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
