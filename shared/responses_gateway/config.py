@@ -41,6 +41,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
+from responses_gateway.prompts import PromptConfigError, PromptTemplate, parse_prompts
 from responses_gateway.tool_kinds import BACKED_KINDS
 from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budgets
 from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
@@ -187,6 +188,8 @@ class GatewayConfig:
     """Per-tenant limits; None: no budget checks (not even of limits set in the store)."""
     operators: frozenset[str] = frozenset()
     """Tenants whose API keys may use the operator endpoints (the usage API)."""
+    prompts: Mapping[str, PromptTemplate] = field(default_factory=dict)
+    """Prompt templates requests name in ``prompt`` (:mod:`responses_gateway.prompts`)."""
 
     def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
         """The operator MCP server labelled ``server_label``, or ``None``."""
@@ -325,7 +328,8 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
     try:
         prices = parse_prices(data.get("prices"))
         budgets = parse_budgets(data.get("budgets"))
-    except (PriceError, BudgetError) as exc:
+        prompts = parse_prompts(data.get("prompts"))
+    except (PriceError, BudgetError, PromptConfigError) as exc:
         raise ConfigError(str(exc)) from None
     return GatewayConfig(
         providers,
@@ -334,6 +338,7 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         prices=prices,
         budgets=budgets,
         operators=_operators(data.get("operators"), env),
+        prompts=prompts,
     )
 
 

@@ -43,9 +43,12 @@ from responses_gateway.loop.reasoning import open_client_reasoning, restore_reas
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
+from responses_gateway.prompts import ResolvedPrompt, resolve_prompt
+from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS, check_request
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
     McpTool,
+    PromptRef,
     echo_fields,
     parse_create_request,
     request_input,
@@ -85,6 +88,9 @@ class PreparedRun:
     omitted_tools: list[str] = field(default_factory=list)
     """Hosted tool types the model does not see (no backend on its wire; the provider's
     ``hosted_tools`` policy is ``omit``): the ``x-gateway-omitted-tools`` response header."""
+    omitted_fields: list[str] = field(default_factory=list)
+    """Create fields the request set that its wire omits under the contract's rows
+    (:mod:`responses_gateway.protocol.contract`): the ``x-gateway-omitted-fields`` header."""
 
 
 @dataclass(slots=True)
@@ -409,6 +415,12 @@ class Gateway:
             )
         provider, upstream_model = self.config.route(request.model)
         raw_input = request_input(request)
+        if request.prompt is not None:  # before any model call: unknown ids are a 404 here
+            resolved_prompt = resolve_prompt(
+                self.config.prompts, request.prompt.model_dump(mode="json")
+            )
+            request = _with_prompt(request, resolved_prompt)
+            raw_input = _prompt_input(resolved_prompt, raw_input)
         opened = open_client_reasoning(raw_input, tenant)
         guard = self.budget_guard(tenant)
         admitted, context = await asyncio.gather(
@@ -452,6 +464,9 @@ class Gateway:
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
+            passthrough=request.model_dump(
+                mode="json", include=set(RESPONSES_ONLY_FIELDS), exclude_none=True
+            ),
             upstream_input=transcript,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
@@ -462,6 +477,16 @@ class Gateway:
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
+        omitted_fields = check_request(
+            request.model_dump(mode="json", exclude_unset=True, exclude={"input"}), adapter.wire
+        )
+        if omitted_fields:
+            logger.info(
+                "omitting fields %s for model %s (the %s wire has no equivalent)",
+                ",".join(omitted_fields),
+                request.model,
+                adapter.wire,
+            )
         if omitted:
             logger.info(
                 "omitting hosted tools %s for model %s (provider %s has no backend for them)",
@@ -523,6 +548,7 @@ class Gateway:
             and not _carries_secrets(request)
             and self.launcher is not None,
             omitted_tools=omitted,
+            omitted_fields=omitted_fields,
         )
 
     async def record_started(self, run: PreparedRun) -> None:
@@ -625,3 +651,25 @@ def _rememberer(
         )
 
     return remember
+
+
+def _with_prompt(request: CreateResponseRequest, resolved: ResolvedPrompt) -> CreateResponseRequest:
+    """The request with the template's instructions (the request's own win) and the resolved
+    ``prompt`` echo (id, the version used, the variables)."""
+    update: dict[str, Any] = {"prompt": PromptRef.model_validate(resolved.echo)}
+    if request.instructions is None and resolved.instructions is not None:
+        update["instructions"] = resolved.instructions
+    return request.model_copy(update=update)
+
+
+def _prompt_input(
+    resolved: ResolvedPrompt, raw_input: str | list[dict[str, Any]] | None
+) -> str | list[dict[str, Any]] | None:
+    """The template's messages, then the request's own input."""
+    if not resolved.input:
+        return raw_input
+    if raw_input is None:
+        return list(resolved.input)
+    if isinstance(raw_input, str):
+        raw_input = [{"type": "message", "role": "user", "content": raw_input}]
+    return [*resolved.input, *raw_input]

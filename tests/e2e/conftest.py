@@ -63,6 +63,21 @@ def store_kind(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+PROMPTS = {
+    "pmpt_support": {
+        "default_version": "2",
+        "versions": {
+            "1": {"instructions": "You help with {{product}}."},
+            "2": {
+                "instructions": "You help with {{product}}, for {{customer}}.",
+                "input": [{"role": "user", "content": "My name is {{customer}}."}],
+            },
+        },
+    }
+}
+"""The operator's prompt templates (``GATEWAY_CONFIG`` ``prompts``)."""
+
+
 @dataclass
 class Stack:
     upstream: ScriptedUpstream
@@ -211,7 +226,8 @@ def stack(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                     "prefixes": ["auto/"],
                     "strip_prefix": True,
                 },
-            ]
+            ],
+            "prompts": PROMPTS,
         }
     )
     latch = UpgradeLatch()

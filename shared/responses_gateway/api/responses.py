@@ -80,9 +80,16 @@ OMITTED_TOOLS_HEADER = "x-gateway-omitted-tools"
 """Names the hosted tool types the model did not see (comma-separated); see docs/tools.md."""
 
 
+OMITTED_FIELDS_HEADER = "x-gateway-omitted-fields"
+"""Names the create fields the request set that its upstream wire omits (comma-separated); see
+docs/contract.md."""
+
+
 def _signal_omitted(response: Response, run: PreparedRun) -> Response:
     if run.omitted_tools:
         response.headers[OMITTED_TOOLS_HEADER] = ",".join(run.omitted_tools)
+    if run.omitted_fields:
+        response.headers[OMITTED_FIELDS_HEADER] = ",".join(run.omitted_fields)
     return response
 
 

@@ -69,10 +69,12 @@ from responses_gateway.loop.tools import (
     ToolOutcome,
     ToolRegistry,
 )
+from responses_gateway.protocol.contract import check_request, lower_context_items
 from responses_gateway.tool_kinds import (
     CLIENT_CALL_ITEM_TYPES,
     ITEM_KINDS,
     KINDS,
+    LOWERED_WIRES,
     runs_on_gateway,
     search_tools,
     tool_view,
@@ -175,21 +177,28 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     tools at all, to answer.
     """
     request = state.request
+    check_request(request, ctx.adapter.wire)  # refused tools (the service checked them first)
     declared = [
         {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
+    results = hosted_results(state)
+    transcript = model_transcript(state)
+    if ctx.adapter.wire in LOWERED_WIRES:  # what no function wire shows, as the contract says
+        transcript = lower_context_items(transcript, keep=results)
     view = tool_view(
         declared,
-        model_transcript(state),
+        transcript,
         request.get("tool_choice"),
         ctx.adapter.wire,
         backed=frozenset(ctx.backends),
-        results=hosted_results(state),
+        results=results,
     )
     tools = view.tools + ctx.tools.model_tools()
     if state.tool_calls_executed >= tool_budget(state, ctx):
         tools = []
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
+    if ctx.adapter.wire == "responses":
+        params.update(state.passthrough)
     if state.include:
         params["include"] = list(state.include)
     if params.get("service_tier") == "auto":  # the echoed default; the upstream's own default

@@ -282,7 +282,7 @@ class SSESink:
         else:
             done["text"] = part["text"]
             if part_type == "output_text":
-                done["logprobs"] = []
+                done["logprobs"] = part.get("logprobs") or []
         self._send(event_type, done)
         self._send(
             "response.content_part.done",

@@ -237,7 +237,8 @@ def lower_items(
             out.append(
                 {
                     "type": "function_call_output",
-                    "call_id": item.get("call_id"),
+                    # the SDK's local_shell_call_output names its call by ``id`` alone
+                    "call_id": item.get("call_id") or item.get("id"),
                     "output": kind.output_text(item),
                 }
             )
