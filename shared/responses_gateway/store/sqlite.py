@@ -21,7 +21,6 @@ contents (user data).
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
 import logging
 import os
@@ -35,6 +34,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from responses_gateway.store._background import _fencing_version
 from responses_gateway.store._calls import StoreError
 from responses_gateway.store._codec import decode_json, encode_json
 from responses_gateway.store._ledger import (
@@ -45,7 +45,7 @@ from responses_gateway.store._ledger import (
     _entry_json,
     _entry_of,
 )
-from responses_gateway.store._responses import chain_digest
+from responses_gateway.store._responses import _extend_digest, chain_digest
 from responses_gateway.store.base import (
     BudgetLimits,
     Checkpoint,
@@ -295,20 +295,6 @@ def _value(body: bytes, enc: str) -> Any:
         return decode_json(bytes(body), enc)
     except ValueError as exc:
         raise StoreError(f"a stored record is unreadable: {exc}") from exc
-
-
-def _extend_digest(digest: str, response_id: str) -> str:
-    """``chain_digest(c + [response_id])`` from ``digest = chain_digest(c)``."""
-    return hashlib.blake2b(f"{digest}\x00{response_id}".encode(), digest_size=16).hexdigest()
-
-
-def _fencing_version(checkpoint: Checkpoint, expected_version: int | None) -> None:
-    wanted = 0 if expected_version is None else expected_version + 1
-    if checkpoint.version != wanted:
-        raise ValueError(
-            f"checkpoint version {checkpoint.version} does not follow expected version "
-            f"{expected_version} (it must be {wanted})"
-        )
 
 
 class _Connections:
