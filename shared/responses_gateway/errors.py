@@ -13,7 +13,8 @@ Conversion to a response happens only in ``responses_gateway.app``.
     ├── UpstreamError              the model provider failed
     │   ├── UpstreamStatusError    it answered with an HTTP error (status kept for 4xx/429)
     │   ├── UpstreamTransportError it could not be reached or dropped the connection (502)
-    │   └── UpstreamProtocolError  it answered with something we cannot parse (502)
+    │   ├── UpstreamProtocolError  it answered with something we cannot parse (502)
+    │   └── ModelOutputError       its answer breaks what the request demanded (502)
     └── InternalError              a bug of ours (500)
 """
 
@@ -25,6 +26,7 @@ __all__ = [
     "GatewayError",
     "InternalError",
     "InvalidRequestError",
+    "ModelOutputError",
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
@@ -131,6 +133,15 @@ class UpstreamTransportError(UpstreamError):
 
 class UpstreamProtocolError(UpstreamError):
     """The provider answered with a body we cannot parse."""
+
+
+class ModelOutputError(UpstreamError):
+    """The model's answer breaks what the request demanded and the wire could not enforce: a
+    ``text.format`` schema, or a ``tool_choice`` that forces a call (code
+    ``invalid_model_output``). The SDK's retries of the 502 sample the model again."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="invalid_model_output")
 
 
 class InternalError(GatewayError):

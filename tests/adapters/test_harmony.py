@@ -22,6 +22,7 @@ from responses_gateway.adapters.harmony import (
 )
 from responses_gateway.errors import (
     InvalidRequestError,
+    ModelOutputError,
     UpstreamProtocolError,
     UpstreamStatusError,
     UpstreamTransportError,
@@ -692,3 +693,148 @@ def test_text_format_json_schema_is_a_response_formats_section_of_the_developer_
     )
     assert expected in prompt
     assert prompt.index("<|start|>developer") < prompt.index("# Response Formats")
+
+
+# --- what the request demands and harmony cannot enforce: instructed, then checked ------------
+
+PLACE = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "rank": {"type": "integer", "minimum": 1}},
+    "required": ["city", "rank"],
+    "additionalProperties": False,
+}
+
+
+def structured(**params: Any) -> ModelCall:
+    fmt = {"type": "json_schema", "name": "place", "schema": PLACE, "strict": True}
+    return ModelCall(model="gpt-oss", input=[user("Where?")], params={"text": {"format": fmt}})
+
+
+async def test_call_llm_a_schema_valid_answer_passes() -> None:
+    harness = Harness(body(tokens_of(FINAL + '{"city":"Oslo","rank":1}')))
+    result = await harness.call(structured())
+    assert result.stop == "stop"
+    assert harness.items() == [message('{"city":"Oslo","rank":1}')]
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        ('{"city":"Oslo","rank":0}', "rank is less than 1"),
+        ('{"city":"Oslo"}', "the top level lacks the required property 'rank'"),
+        ('{"city":"Oslo","rank":1,"x":2}', "the top level has the property 'x', which its "
+         "schema does not allow"),
+        ("Oslo, I think", "it is not JSON"),
+    ],
+)  # fmt: skip
+async def test_call_llm_a_schema_invalid_answer_is_a_model_output_error(
+    answer: str, problem: str
+) -> None:
+    harness = Harness(body(tokens_of(FINAL + answer)))
+    with pytest.raises(ModelOutputError) as info:
+        await harness.call(structured())
+    assert info.value.message == (
+        f"The response breaks the request: the model's answer does not match the text.format "
+        f"'place': {problem}."
+    )
+    assert (info.value.status_code, info.value.code) == (502, "invalid_model_output")
+
+
+async def test_call_llm_a_cut_off_or_calling_turn_is_not_checked_against_the_format() -> None:
+    cut = Harness(body(tokens_of(FINAL + '{"city":'), finish="length"))
+    assert (await cut.call(structured())).stop == "length"
+    calling = Harness(body(tokens_of(WEATHER_CALL)))
+    await calling.call(structured())
+    assert calling.items() == [function_call("get_weather", '{"city":"Oslo"}')]
+
+
+def test_render_tool_choice_required_instructs_a_call() -> None:
+    call = ModelCall(model="m", input=[user("Hi")], tools=[WEATHER], tool_choice="required")
+    assert "Call one of the functions now, before anything else; do not answer directly." in (
+        prompt(call)
+    )
+
+
+def test_render_a_named_tool_choice_keeps_only_that_tool_and_instructs_it() -> None:
+    ping = {"type": "function", "name": "ping", "parameters": {"type": "object"}}
+    choice = {"type": "function", "name": "get_weather"}
+    call = ModelCall(model="m", input=[user("Hi")], tools=[ping, WEATHER], tool_choice=choice)
+    text = prompt(call)
+    assert "type get_weather = " in text
+    assert "type ping" not in text
+    assert "Call the function `get_weather` now, before anything else" in text
+
+
+@pytest.mark.parametrize(
+    ("choice", "problem"),
+    [
+        ("required", "the model called no function, but tool_choice is 'required'"),
+        (
+            {"type": "function", "name": "get_weather"},
+            "the model did not call 'get_weather', which tool_choice requires",
+        ),
+    ],
+)
+async def test_call_llm_an_answer_without_the_forced_call_is_a_model_output_error(
+    choice: Any, problem: str
+) -> None:
+    call = ModelCall(model="m", input=[user("Hi")], tools=[WEATHER], tool_choice=choice)
+    harness = Harness(body(tokens_of(FINAL + "Sunny.")))
+    with pytest.raises(ModelOutputError) as info:
+        await harness.call(call)
+    assert info.value.message == f"The response breaks the request: {problem}."
+
+
+async def test_call_llm_a_forced_call_made_passes() -> None:
+    choice = {"type": "function", "name": "get_weather"}
+    call = ModelCall(model="m", input=[user("Hi")], tools=[WEATHER], tool_choice=choice)
+    harness = Harness(body(tokens_of(WEATHER_CALL)))
+    await harness.call(call)
+    assert harness.items() == [function_call("get_weather", '{"city":"Oslo"}')]
+
+
+async def test_call_llm_parallel_tool_calls_false_keeps_the_first_call_only() -> None:
+    completion = (
+        WEATHER_CALL
+        + "<|call|><|start|>assistant to=functions.get_weather<|channel|>commentary json"
+        + '<|message|>{"city":"Rome"}'
+    )
+    call = ModelCall(
+        model="m", input=[user("Hi")], tools=[WEATHER], params={"parallel_tool_calls": False}
+    )
+    harness = Harness(body(tokens_of(completion)))
+    result = await harness.call(call)
+    assert harness.items() == [function_call("get_weather", '{"city":"Oslo"}')]
+    assert result.stop == "stop"
+
+
+async def test_call_llm_logprobs_are_asked_for_and_kept_on_the_message_text() -> None:
+    pieces = tokens_of(FINAL + "Hi there")
+    chunks = [chunk(p) for p in pieces]
+    for c in chunks:
+        text = c["choices"][0]["text"]
+        c["choices"][0]["logprobs"] = {
+            "tokens": [text],
+            "token_logprobs": [-0.5],
+            "top_logprobs": [{text: -0.5, "x": -3.0}],
+        }
+    frames = [f"data: {json.dumps(c)}\n\n" for c in [*chunks, chunk("", "stop")]]
+    harness = Harness("".join([*frames, "data: [DONE]\n\n"]).encode())
+    call = ModelCall(
+        model="m",
+        input=[user("Hi")],
+        params={"top_logprobs": 1, "include": ["message.output_text.logprobs"]},
+    )
+    await harness.call(call)
+    assert json.loads(harness.requests[0].content)["logprobs"] == 1
+    entries = harness.state.output[0]["content"][0]["logprobs"]
+    assert [e["token"] for e in entries] == ["Hi", " there"]
+    assert entries[0] == {
+        "token": "Hi",
+        "logprob": -0.5,
+        "bytes": [72, 105],
+        "top_logprobs": [
+            {"token": "Hi", "logprob": -0.5, "bytes": [72, 105]},
+            {"token": "x", "logprob": -3.0, "bytes": [120]},
+        ],
+    }

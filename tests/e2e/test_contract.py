@@ -9,13 +9,14 @@ upstream with their type; lowered items reach a function wire as what their row 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import openai
 import pytest
 
-from responses_gateway.protocol.contract import INPUT_ITEMS
-from responses_gateway.testing.script import ScriptedUpstream, Turn
+from responses_gateway.protocol.contract import CREATE_FIELDS, INPUT_ITEMS
+from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.sdk_instances import INPUT_INSTANCES, validated
 from responses_gateway.tool_kinds import HOSTED_ITEM_TYPES, hosted_seen
 
@@ -137,3 +138,88 @@ def _send_tools(client: openai.OpenAI, model: str, tools: Any) -> tuple[int, str
         assert exc.body["param"] == "tools[0].type"  # type: ignore[index]
         return 400, str(exc.message)
     return 200, ""
+
+
+PING: Any = {"type": "function", "name": "ping", "parameters": {"type": "object"}}
+PONG: Any = {"type": "function", "name": "pong", "parameters": {"type": "object"}}
+PLACE: Any = {
+    "type": "json_schema",
+    "name": "place",
+    "schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+ONLY_PONG: Any = {
+    "type": "allowed_tools",
+    "mode": "required",
+    "tools": [{"type": "function", "name": "pong"}],
+}
+
+
+def _prompt(r: RecordedRequest) -> str:
+    return r.prompt or ""
+
+
+FIELD_CASES: dict[
+    str, tuple[dict[str, Any], Turn, dict[str, Callable[[RecordedRequest], bool]]]
+] = {
+    "tool_choice": (
+        {"tools": [PING, PONG], "tool_choice": ONLY_PONG},
+        Turn(tool_calls=[ToolCall("pong", "{}")]),
+        {
+            "chat": lambda r: (
+                r.json["tool_choice"] == "required"
+                and [t["function"]["name"] for t in r.json["tools"]] == ["pong"]
+            ),
+            "harmony": lambda r: (
+                "type pong = " in _prompt(r)
+                and "type ping" not in _prompt(r)
+                and "Call one of the functions now" in _prompt(r)
+            ),
+        },
+    ),
+    "parallel_tool_calls": (
+        {"tools": [PING], "parallel_tool_calls": False},
+        Turn(tool_calls=[ToolCall("ping", "{}"), ToolCall("ping", "{}")]),
+        {
+            "chat": lambda r: r.json["parallel_tool_calls"] is False,
+            "harmony": lambda r: True,  # the answer is checked: one call surfaced
+        },
+    ),
+    "text": (
+        {"text": {"format": PLACE}},
+        Turn(text='{"city": "Oslo"}'),
+        {
+            "chat": lambda r: r.json["response_format"]["type"] == "json_schema",
+            "harmony": lambda r: "# Response Formats\n\n## place" in _prompt(r),
+        },
+    ),
+    "top_logprobs": (
+        {"top_logprobs": 2},
+        Turn(text="ok"),
+        {
+            "chat": lambda r: r.json["logprobs"] is True and r.json["top_logprobs"] == 2,
+            "harmony": lambda r: r.json["logprobs"] == 2,
+        },
+    ),
+}
+"""Create fields whose rows say how each function wire lowers them: the request, the scripted
+answer, and what the upstream must have received on each lowering wire."""
+
+
+@pytest.mark.parametrize("name", sorted(FIELD_CASES))
+def test_create_field_handling_matches_its_row(
+    client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str, name: str
+) -> None:
+    params, turn, checks = FIELD_CASES[name]
+    upstream.push(turn)
+    handling = CREATE_FIELDS[name].on(wire)
+
+    response = client.responses.create(model=model, input="go", **params)
+
+    sent = upstream.model_requests()[-1]
+    assert handling.fate in ("relayed", "lowered"), (name, wire)
+    if wire == "responses":
+        assert sent.json[name] == params[name]
+    else:
+        assert checks[wire](sent), (name, wire, sent.json)
+    if name == "parallel_tool_calls":  # chat and responses servers enforce it themselves
+        assert len(response.output) == (1 if wire == "harmony" else 2)

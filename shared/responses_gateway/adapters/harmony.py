@@ -14,7 +14,11 @@ Rendering rules:
 * A system message with the reasoning effort (``reasoning.effort``: ``low`` (and ``minimal``),
   ``medium`` (the default), ``high``) and the conversation start date (today, UTC); a developer
   message with ``instructions`` and the function tools (gateway MCP tools included), only when
-  there is either. ``tool_choice: "none"`` renders no tools; other choices cannot be enforced.
+  there is either. ``tool_choice``: ``none`` renders no tools; ``required`` adds an instruction
+  to call one; a named function (also what a forced tool of another kind is lowered to) keeps
+  only that tool and instructs the model to call it (``allowed_tools`` reaches here already
+  restricted to its tools, with its mode). ``text.format`` (``json_schema``, ``json_object``)
+  becomes a ``# Response Formats`` section of the developer message, as gpt-oss reads it.
 * User messages as ``user``; ``system``/``developer`` input messages as ``developer`` messages in
   place; assistant messages on the ``final`` channel, or on ``commentary`` (a preamble) when a
   function call follows them. Reasoning items (their ``reasoning_text``, else their summary) on
@@ -26,7 +30,8 @@ Rendering rules:
 * The payload asks for the special tokens to be kept (``skip_special_tokens: false``, with no
   spaces added around them) and stops at ``<|return|>`` and ``<|call|>``. ``max_tokens`` is
   always sent: ``max_output_tokens``, else null (the server's own limit), since the completions
-  API's default of 16 tokens would cut every answer.
+  API's default of 16 tokens would cut every answer. ``top_logprobs`` is sent as the completions
+  API's ``logprobs`` (that many alternatives per token).
 
 Parsing rules: the streamed text is tokenized again (a special token split across two chunks is
 held back until it is whole) and fed to the parser. ``analysis`` becomes a reasoning item,
@@ -35,7 +40,18 @@ decides whether it is the gateway's or the client's; harmony has no call ids, so
 makes them), ``final`` and preamble ``commentary`` a message. Each item closes with its harmony
 message. When the model stopped for ``length`` or ``content_filter``, the open item is left for
 the driver to close as ``incomplete``. Usage is the upstream's, else counted here (the prompt's
-tokens and the completion's); ``reasoning_tokens`` counts the ``analysis`` tokens.
+tokens and the completion's); ``reasoning_tokens`` counts the ``analysis`` tokens. With
+``parallel_tool_calls: false`` the completion is read up to the end of its first tool call and the
+rest is discarded (a real server stops there anyway). With ``include:
+["message.output_text.logprobs"]`` the server's per-chunk ``logprobs`` (tokens, their logprobs
+and alternatives) are kept on the message whose text the chunk carried, special tokens left out.
+
+Checks: harmony cannot constrain decoding, so a turn the model ended on its own is checked
+against what the request demanded (:func:`turn_problem`): a forced ``tool_choice`` needs the
+call, and a ``text.format`` answer (a turn without calls) must be JSON matching the schema
+(``json_object``: a JSON object), whatever ``strict`` says. A broken answer fails the response
+with a :class:`~responses_gateway.errors.ModelOutputError` (502 ``invalid_model_output``; on a
+stream ``response.failed``): it never passes as a valid structured answer.
 """
 
 from __future__ import annotations
@@ -43,6 +59,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import logging
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from typing import Any, NamedTuple
@@ -52,12 +69,17 @@ import httpx
 from responses_gateway._vocab import harmony_encoding
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.chat_completions import (
+    LOGPROBS,
     chat_status_error,
     chat_usage,
     parse_chunk,
 )
 from responses_gateway.adapters.wire import EndpointAdapter, read_event_stream
-from responses_gateway.errors import InvalidRequestError, UpstreamProtocolError
+from responses_gateway.errors import (
+    InvalidRequestError,
+    ModelOutputError,
+    UpstreamProtocolError,
+)
 from responses_gateway.loop.output import (
     FunctionCallWriter,
     MessageWriter,
@@ -65,6 +87,7 @@ from responses_gateway.loop.output import (
     ReasoningWriter,
 )
 from responses_gateway.loop.state import StopReason, TurnResult
+from responses_gateway.protocol.schema_check import instance_problem
 
 __all__ = [
     "STOP_SEQUENCES",
@@ -72,7 +95,10 @@ __all__ = [
     "harmony_conversation",
     "render_prompt",
     "to_harmony_request",
+    "turn_problem",
 ]
+
+logger = logging.getLogger(__name__)
 
 STOP_SEQUENCES = ("<|return|>", "<|call|>")
 """Where a gpt-oss turn ends: the final answer, or a tool call."""
@@ -157,7 +183,28 @@ class _Preamble(NamedTuple):
     """The function tools as canonical JSON (``[]`` for none)."""
 
 
+def forced_tool(choice: Any) -> str | None:
+    """The function a ``tool_choice`` names (``{"type": "function", "name": ...}``), or None."""
+    if isinstance(choice, dict) and choice.get("type") == "function" and choice.get("name"):
+        return str(choice["name"])
+    return None
+
+
+def _choice_instruction(choice: Any, tools: list[dict[str, Any]]) -> str | None:
+    """What the model is told to do when ``tool_choice`` forces a call (harmony has no field
+    for it)."""
+    if not tools:
+        return None
+    forced = forced_tool(choice)
+    if forced is not None:
+        return f"Call the function `{forced}` now, before anything else; do not answer directly."
+    if choice == "required":
+        return "Call one of the functions now, before anything else; do not answer directly."
+    return None
+
+
 def _preamble(call: ModelCall, today: date) -> _Preamble:
+    forced = forced_tool(call.tool_choice)
     tools = [
         {
             "name": str(tool.get("name", "")),
@@ -165,13 +212,17 @@ def _preamble(call: ModelCall, today: date) -> _Preamble:
             "parameters": tool.get("parameters"),
         }
         for tool in call.tools
-        if tool.get("type", "function") == "function" and call.tool_choice != "none"
+        if tool.get("type", "function") == "function"
+        and call.tool_choice != "none"
+        and (forced is None or tool.get("name") == forced)
     ]
     tools_json = json.dumps(tools, sort_keys=True, separators=(",", ":"))
-    instructions = call.instructions or None
-    response_format = _response_format(call.params)
-    if response_format:
-        instructions = f"{instructions}\n\n{response_format}" if instructions else response_format
+    sections = [
+        call.instructions or None,
+        _choice_instruction(call.tool_choice, tools),
+        _response_format(call.params),
+    ]
+    instructions = "\n\n".join(section for section in sections if section) or None
     return _Preamble(_effort(call.params), today.isoformat(), instructions, tools_json)
 
 
@@ -343,6 +394,8 @@ def to_harmony_request(call: ModelCall, today: date) -> dict[str, Any]:
     payload: dict[str, Any] = {"model": call.model, "prompt": render_prompt(call, today)}
     payload["max_tokens"] = call.params.get("max_output_tokens")
     payload.update({k: call.params[k] for k in _PASSED_PARAMS if call.params.get(k) is not None})
+    if call.params.get("top_logprobs") is not None:
+        payload["logprobs"] = call.params["top_logprobs"]
     payload["stop"] = list(STOP_SEQUENCES)
     payload["skip_special_tokens"] = False
     payload["spaces_between_special_tokens"] = False
@@ -376,7 +429,15 @@ def _stop_reason(finish_reason: str | None) -> StopReason:
 class _HarmonyStream:
     """The state of one streamed harmony completion, fed one ``data:`` payload at a time."""
 
-    def __init__(self, out: OutputWriter, encoding: Any, prompt_tokens: int) -> None:
+    def __init__(
+        self,
+        out: OutputWriter,
+        encoding: Any,
+        prompt_tokens: int,
+        *,
+        single_call: bool = False,
+        logprobs: bool = False,
+    ) -> None:
         from openai_harmony import HarmonyError, Role, StreamableParser
 
         self._error: type[Exception] = HarmonyError
@@ -397,6 +458,18 @@ class _HarmonyStream:
         self._ended = False
         self.decoded = False
         """Whether any ``data:`` payload arrived (a body with none is no event stream)."""
+        self._single_call = single_call
+        """``parallel_tool_calls: false``: stop reading after the first tool call."""
+        self._logprobs = logprobs
+        self._target: MessageWriter | None = None
+        """The message whose text the chunk being read carried (its logprobs go there)."""
+        self.calls: list[str] = []
+        """The names of the tools the model called, in order."""
+        self.final_text: str | None = None
+        """The text of the last ``final`` message (the answer), None when there is none."""
+        self._final: list[str] | None = None
+        self.discarded = False
+        """Whether text after the first call was discarded (``parallel_tool_calls: false``)."""
 
     def feed(self, data: str) -> bool:
         """Handle one event's data; return True at ``[DONE]`` (nothing more to read)."""
@@ -412,13 +485,19 @@ class _HarmonyStream:
             if not isinstance(choice, dict) or (choice.get("index") or 0) != 0 or self._ended:
                 continue
             if isinstance(choice.get("text"), str):
+                self._target = None
                 self._text(choice["text"])
+                if self._logprobs and self._target is not None:
+                    self._target.logprobs(completion_logprobs(choice.get("logprobs")))
             if choice.get("finish_reason"):
                 self._finish_reason = str(choice["finish_reason"])
                 self._ended = True
         return False
 
     def _text(self, text: str) -> None:
+        if self._stopped:
+            self.discarded = self.discarded or bool(text.strip())
+            return
         ready, self._held = _split_special(self._held + text)
         if ready:
             for token in self._encoding.encode(
@@ -426,7 +505,14 @@ class _HarmonyStream:
             ):
                 self._token(token)
 
+    @property
+    def _stopped(self) -> bool:
+        return self._single_call and bool(self.calls) and self._channel is None
+
     def _token(self, token: int) -> None:
+        if self._stopped:
+            self.discarded = True
+            return
         try:
             self._parser.process(token)
         except self._error as exc:
@@ -452,10 +538,12 @@ class _HarmonyStream:
 
     def _open(self, channel: str, recipient: str | None) -> None:
         self._channel = channel
+        self._final = [] if channel == "final" and not recipient else None
         if recipient:
             name = recipient[len(_FUNCTIONS) :] if recipient.startswith(_FUNCTIONS) else recipient
             self._writer = self._out.function_call(name=name)
             self._arguments = False
+            self.calls.append(name)
 
     def _delta(self, delta: str) -> None:
         writer = self._writer
@@ -468,12 +556,18 @@ class _HarmonyStream:
             writer.arguments(delta)
         else:
             writer.text(delta)
+            if isinstance(writer, MessageWriter):
+                self._target = writer
+            if self._final is not None:
+                self._final.append(delta)
 
     def _close(self) -> None:
         """The harmony message being read is complete: complete its item."""
         writer = self._writer
         self._writer = None
         self._channel = None
+        if self._final is not None:
+            self.final_text, self._final = "".join(self._final), None
         if isinstance(writer, FunctionCallWriter) and not self._arguments:
             writer.arguments("{}")
         if writer is not None:
@@ -483,6 +577,8 @@ class _HarmonyStream:
         """End of the completion: parse what was held back; close the last message when the
         model stopped on its own (a cut-off item stays open for the driver)."""
         held, self._held = self._held, ""
+        if self._stopped:
+            return
         if held:
             for token in self._encoding.encode(held, disallowed_special=()):
                 self._token(token)
@@ -508,6 +604,74 @@ class _HarmonyStream:
         if not details.get("reasoning_tokens"):
             details["reasoning_tokens"] = min(self._reasoning_tokens, usage["output_tokens"])
         return TurnResult(stop=_stop_reason(self._finish_reason), usage=usage)
+
+
+def completion_logprobs(logprobs: Any) -> list[dict[str, Any]]:
+    """A completions chunk's ``logprobs`` (``tokens``, ``token_logprobs``, ``top_logprobs``) as
+    Responses ``output_text.logprobs`` entries; harmony's special tokens are left out."""
+    if not isinstance(logprobs, dict):
+        return []
+    tokens = logprobs.get("tokens") or []
+    values = logprobs.get("token_logprobs") or []
+    tops = logprobs.get("top_logprobs") or []
+    entries: list[dict[str, Any]] = []
+    for index, token in enumerate(tokens):
+        if not isinstance(token, str) or token in _SPECIALS:
+            continue
+        top = tops[index] if index < len(tops) and isinstance(tops[index], dict) else {}
+        entries.append(
+            {
+                "token": token,
+                "logprob": values[index] if index < len(values) else None,
+                "bytes": list(token.encode()),
+                "top_logprobs": [
+                    {"token": t, "logprob": lp, "bytes": list(str(t).encode())}
+                    for t, lp in top.items()
+                ],
+            }
+        )
+    return entries
+
+
+def _format_problem(fmt: dict[str, Any], text: str) -> str | None:
+    """How ``text`` breaks the ``text.format`` ``fmt``, or None."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return "it is not JSON"
+    if fmt.get("type") == "json_object":
+        return None if isinstance(value, dict) else "it is not a JSON object"
+    schema = fmt.get("schema")
+    problem = instance_problem(value, schema) if isinstance(schema, dict) else None
+    return f"{problem}" if problem else None
+
+
+def turn_problem(
+    call: ModelCall, calls: list[str], answer: str | None, stop: StopReason
+) -> str | None:
+    """What makes a finished harmony turn break its request, in words, or None.
+
+    Args:
+        call: the model call.
+        calls: the names of the tools the model called.
+        answer: the text of its ``final`` message, None when there is none.
+        stop: why it stopped (a cut-off turn is not checked: it ends ``incomplete``).
+    """
+    if stop != "stop":
+        return None
+    forced = forced_tool(call.tool_choice) if call.tools else None
+    if forced is not None and forced not in calls:
+        return f"the model did not call '{forced}', which tool_choice requires"
+    if call.tool_choice == "required" and call.tools and not calls:
+        return "the model called no function, but tool_choice is 'required'"
+    fmt = (call.params.get("text") or {}).get("format") or {}
+    if fmt.get("type") not in ("json_schema", "json_object") or calls or answer is None:
+        return None
+    problem = _format_problem(fmt, answer)
+    if problem is None:
+        return None
+    name = fmt.get("name") or fmt["type"]
+    return f"the model's answer does not match the text.format '{name}': {problem}"
 
 
 def _today() -> date:
@@ -553,11 +717,26 @@ class HarmonyAdapter(EndpointAdapter):
             UpstreamTransportError: the upstream could not be reached, timed out or dropped the
                 stream.
             UpstreamProtocolError: the upstream's answer was no event stream, or no harmony.
+            ModelOutputError: the answer breaks ``tool_choice`` or ``text.format``.
         """
         if self._encoding is None:  # the first load reads 3.6 MB: not on the event loop
             self._encoding = await asyncio.to_thread(harmony_encoding)
         payload = to_harmony_request(call, self._today())
-        stream = _HarmonyStream(out, self._encoding, len(payload["prompt"]))
+        stream = _HarmonyStream(
+            out,
+            self._encoding,
+            len(payload["prompt"]),
+            single_call=call.params.get("parallel_tool_calls") is False,
+            logprobs=LOGPROBS in (call.params.get("include") or ()),
+        )
         await read_event_stream(self._endpoint, payload, chat_status_error, out, stream)
         stream.finish()
-        return stream.result()
+        if stream.discarded:
+            logger.info(
+                "parallel_tool_calls is false: discarded the completion after its first call"
+            )
+        result = stream.result()
+        problem = turn_problem(call, stream.calls, stream.final_text, result.stop)
+        if problem is not None:
+            raise ModelOutputError(f"The response breaks the request: {problem}.")
+        return result

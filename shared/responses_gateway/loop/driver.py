@@ -75,6 +75,7 @@ from responses_gateway.tool_kinds import (
     ITEM_KINDS,
     KINDS,
     LOWERED_WIRES,
+    allowed_tools_filter,
     runs_on_gateway,
     search_tools,
     tool_view,
@@ -194,6 +195,11 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
         results=results,
     )
     tools = view.tools + ctx.tools.model_tools()
+    allowed = None
+    if ctx.adapter.wire in LOWERED_WIRES:
+        allowed = allowed_tools_filter(request.get("tool_choice"), frozenset(ctx.backends))
+    if allowed is not None:  # a function wire has no allowed_tools: the list is the restriction
+        tools = [tool for tool in tools if allowed(str(tool.get("name")))]
     if state.tool_calls_executed >= tool_budget(state, ctx):
         tools = []
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}

@@ -381,7 +381,7 @@ on the function wires."""
 def _field_rows() -> tuple[Row, ...]:
     passed = (
         "max_output_tokens", "metadata", "model", "temperature", "top_p", "reasoning",
-        "tool_choice", "tools", "input", "instructions", "max_tool_calls",
+        "tools", "input", "instructions", "max_tool_calls",
     )  # fmt: skip
     rows = [
         _row(n, Handling("lowered", "sent as the call's own field"), Handling("lowered", "mapped"))
@@ -404,27 +404,48 @@ def _field_rows() -> tuple[Row, ...]:
             Handling("gateway", "per value: see the include rows"),
         ),
         _row(
+            "tool_choice",
+            Handling("lowered", "sent as the call's own field"),
+            Handling(
+                "lowered",
+                "chat tool_choice; a forced tool of another kind as its exposed "
+                "function; allowed_tools as the tool list restricted to them, with its mode",
+            ),
+            Handling(
+                "lowered",
+                "none: no tools shown; required: an instruction to call, and an "
+                "answer without a call fails (502 invalid_model_output); a named function: "
+                "only that tool shown, the instruction, the call checked; allowed_tools: "
+                "the tool list restricted to them, with its mode",
+            ),
+        ),
+        _row(
             "parallel_tool_calls",
             RELAYED,
             Handling("lowered", "chat parallel_tool_calls"),
-            Handling("omitted", "harmony: the model emits one call per message"),
-        ),  # fmt: skip
+            Handling(
+                "lowered",
+                "false: the completion is read up to its first tool call; "
+                "later calls are discarded, never surfaced or run (one log line)",
+            ),
+        ),
         _row(
             "text",
             RELAYED,
             Handling("lowered", "chat response_format"),
             Handling(
                 "lowered",
-                "format: a '# Response Formats' section of the developer message (the output "
-                "is not yet checked against the schema)",
+                "format: a '# Response Formats' section of the developer "
+                "message, and the answer checked against the schema (json_object: a JSON "
+                "object): a mismatch fails the response (502 invalid_model_output)",
             ),
-        ),  # fmt: skip
+        ),
         _row(
             "top_logprobs",
             RELAYED,
             Handling("lowered", "chat logprobs/top_logprobs"),
-            Handling("omitted", "the completions server's logprobs are not mapped"),
-        ),  # fmt: skip
+            Handling("lowered", "completions logprobs (alternatives per token)"),
+        ),
         _row(
             "service_tier",
             RELAYED,
@@ -472,7 +493,8 @@ def _include_rows() -> tuple[Row, ...]:
         _row("message.output_text.logprobs", RELAYED,
              Handling("lowered", "chat choice logprobs.content -> output_text.logprobs "
                       "(needs top_logprobs, which asks chat for logprobs)"),
-             Handling("omitted", "the completions server's token logprobs are not mapped")),
+             Handling("lowered", "completions chunk logprobs -> output_text.logprobs, special "
+                      "tokens left out (needs top_logprobs, which asks the server for them)")),
         _row("message.input_image.image_url", RELAYED,
              Handling("omitted", "input items are not echoed with image URLs yet")),
         _row("web_search_call.action.sources", RELAYED, no_data),

@@ -50,7 +50,7 @@ from responses_gateway.testing.script import (
     error_envelope,
 )
 
-__all__ = ["SimulatedDisconnect", "create_fake_upstream_app", "default_usage"]
+__all__ = ["PIECE_LOGPROB", "SimulatedDisconnect", "create_fake_upstream_app", "default_usage"]
 
 _DONE = "[DONE]"
 _SKIP_KEYS = frozenset({"role", "type", "id", "call_id", "tool_call_id", "name", "model", "status"})
@@ -832,6 +832,9 @@ def _output_text(text: str) -> dict[str, Any]:
 
 # -- raw completions (harmony) ----------------------------------------------------------------
 
+PIECE_LOGPROB = -0.25
+"""The logprob of every token of a scripted harmony completion, when the request asks."""
+
 
 class _CompletionRenderer:
     """Renders one turn as a ``text_completion`` or its chunks, the text in harmony."""
@@ -849,6 +852,21 @@ class _CompletionRenderer:
         self.model = model if isinstance(model, str) else DEMO_MODEL
         options = body.get("stream_options")
         self.include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        logprobs = body.get("logprobs")
+        self.logprobs = logprobs if isinstance(logprobs, int) and logprobs is not True else None
+        """The request's ``logprobs`` (alternatives per token): each streamed piece then carries
+        its token's logprob (:data:`PIECE_LOGPROB`), with itself as the only alternative."""
+
+    def _piece(self, text: str) -> dict[str, Any]:
+        chunk = self._chunk(text)
+        if self.logprobs is not None:
+            chunk["choices"][0]["logprobs"] = {
+                "tokens": [text],
+                "token_logprobs": [PIECE_LOGPROB],
+                "top_logprobs": [{text: PIECE_LOGPROB}] if self.logprobs else [None],
+                "text_offset": [0],
+            }
+        return chunk
 
     def _chunk(self, text: str, finish: str | None = None) -> dict[str, Any]:
         chunk: dict[str, Any] = {
@@ -870,7 +888,7 @@ class _CompletionRenderer:
     def payloads(self) -> list[dict[str, Any] | str]:
         """Every chunk in order (``"[DONE]"`` as a string), before fault injection."""
         turn = self.turn
-        out: list[dict[str, Any] | str] = [self._chunk(p) for p in self.harmony.pieces()]
+        out: list[dict[str, Any] | str] = [self._piece(p) for p in self.harmony.pieces()]
         if turn.end != "eof":
             out.append(self._chunk("", turn.finish))
             if self.include_usage and turn.usage_chunk:

@@ -49,12 +49,14 @@ from responses_gateway.tool_kinds.view import (
     LOWERED_WIRES,
     HostedPolicy,
     ToolView,
+    allowed_tools_filter,
     hosted_tools_without_backend,
     lower_items,
     tool_view,
 )
 
 __all__ = [
+    "allowed_tools_filter",
     "BACKED_KINDS",
     "CALL_ITEM_TYPES",
     "CLIENT_CALL_ITEM_TYPES",

@@ -8,7 +8,7 @@ every kind and does no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ __all__ = [
     "LOWERED_WIRES",
     "HostedPolicy",
     "ToolView",
+    "allowed_tools_filter",
     "declared_tools",
     "hosted_tools_without_backend",
     "lower_items",
@@ -163,6 +164,27 @@ def _choice_name(choice: Mapping[str, Any], backed: frozenset[str]) -> str | Non
     name = choice.get("name") if isinstance(choice.get("name"), str) else None
     namespace = choice.get("namespace") if isinstance(choice.get("namespace"), str) else None
     return exposed_for(kind, name, namespace)
+
+
+def allowed_tools_filter(
+    choice: Any, backed: frozenset[str] = frozenset()
+) -> Callable[[str], bool] | None:
+    """For an ``allowed_tools`` choice on a lowering wire: which exposed function names the
+    model may see (its named tools; an MCP server without a tool name: all its tools). None for
+    every other choice (no restriction)."""
+    if not isinstance(choice, Mapping) or choice.get("type") != "allowed_tools":
+        return None
+    names: set[str] = set()
+    prefixes: list[str] = []
+    for entry in choice.get("tools") or []:
+        if not isinstance(entry, Mapping):
+            continue
+        name = _choice_name(entry, backed)
+        if name is not None:
+            names.add(name)
+        elif entry.get("type") == "mcp" and entry.get("server_label"):
+            prefixes.append(f"{entry['server_label']}__")
+    return lambda exposed: exposed in names or exposed.startswith(tuple(prefixes))
 
 
 def _lower_choice(choice: Any, backed: frozenset[str]) -> Any:
