@@ -223,3 +223,58 @@ def test_create_field_handling_matches_its_row(
         assert checks[wire](sent), (name, wire, sent.json)
     if name == "parallel_tool_calls":  # chat and responses servers enforce it themselves
         assert len(response.output) == (1 if wire == "harmony" else 2)
+
+
+IMAGE_URL = "https://example.com/cat.png"
+INPUT_IMAGE_URL: Any = ["message.input_image.image_url"]
+
+
+def _image_message() -> Any:
+    return {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "What is it?"},
+            {"type": "input_image", "image_url": IMAGE_URL, "detail": "auto"},
+        ],
+    }
+
+
+def _image_urls(items: Any) -> list[Any]:
+    return [p.image_url for i in items for p in i.content or [] if p.type == "input_image"]
+
+
+@pytest.mark.parametrize("wire", ["chat", "responses"])
+def test_input_image_urls_are_shown_by_input_items_only_when_included(
+    client: openai.OpenAI, upstream: ScriptedUpstream, model: str, wire: str
+) -> None:
+    upstream.push(Turn(text="A cat."))
+
+    response = client.responses.create(
+        model=model, input=[_image_message()], include=INPUT_IMAGE_URL
+    )
+
+    sent = upstream.model_requests()[-1].json
+    if wire == "responses":  # relayed
+        assert "message.input_image.image_url" in sent["include"]
+    items = client.responses.input_items.list(response.id)
+    assert _image_urls(items) == [None]
+    items = client.responses.input_items.list(response.id, include=INPUT_IMAGE_URL)
+    assert _image_urls(items) == [IMAGE_URL]
+
+
+def test_input_image_urls_of_conversation_items_only_when_included(
+    client: openai.OpenAI,
+) -> None:
+    conversation = client.conversations.create(items=[_image_message()])
+
+    added = client.conversations.items.create(
+        conversation.id, items=[_image_message()], include=INPUT_IMAGE_URL
+    )
+    listed = client.conversations.items.list(conversation.id)
+    included = client.conversations.items.list(conversation.id, include=INPUT_IMAGE_URL)
+    one = client.conversations.items.retrieve(listed.data[0].id, conversation_id=conversation.id)
+
+    assert _image_urls(added.data) == [IMAGE_URL]
+    assert _image_urls(listed.data) == [None, None]
+    assert _image_urls(included.data) == [IMAGE_URL, IMAGE_URL]
+    assert _image_urls([one]) == [None]

@@ -354,7 +354,8 @@ def test_large_input_and_output_round_trip_intact(
     assert created["output"][0]["content"][0]["text"] == big_text
     again = client.responses.retrieve(created["id"])
     assert again.output_text == big_text
-    items = list(client.responses.input_items.list(created["id"]))
+    include: Any = ["message.input_image.image_url"]
+    items = list(client.responses.input_items.list(created["id"], include=include))
     assert items[0].content[1].image_url == image  # type: ignore[union-attr]
 
 

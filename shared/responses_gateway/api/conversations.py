@@ -17,10 +17,10 @@ from responses_gateway.api.responses import read_include
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.prepared import prepare_input
+from responses_gateway.protocol.contract import include_gated
 from responses_gateway.protocol.request import parse_create_request, request_input
 from responses_gateway.service import conversation_not_found
 from responses_gateway.store.base import Conversation
-from responses_gateway.tool_kinds import shown
 
 __all__ = ["router"]
 
@@ -165,7 +165,8 @@ async def create_items(request: Request, conversation_id: str) -> dict[str, Any]
         await gateway_of(request).store.append_items(tenant_of(request), conversation_id, items)
     except LookupError:
         raise conversation_not_found(conversation_id) from None
-    return list_object(items, has_more=False)
+    include = read_include(request)
+    return list_object([include_gated(i, include) for i in items], has_more=False)
 
 
 @router.get("/{conversation_id}/items")
@@ -181,8 +182,8 @@ async def list_items(request: Request, conversation_id: str) -> dict[str, Any]:
     found = await gateway.store.list_items(
         tenant_of(request), conversation_id, after=page.after, limit=page.limit, order=page.order
     )
-    include = read_include(request)  # result fields of tool items only when asked for
-    return list_object([shown(i, include) for i in found.data], has_more=found.has_more)
+    include = read_include(request)  # image URLs, tool results: only when asked for
+    return list_object([include_gated(i, include) for i in found.data], has_more=found.has_more)
 
 
 @router.get("/{conversation_id}/items/{item_id}")
@@ -191,7 +192,7 @@ async def retrieve_item(request: Request, conversation_id: str, item_id: str) ->
     item = await gateway_of(request).store.get_item(tenant_of(request), conversation_id, item_id)
     if item is None:
         raise _item_not_found(item_id)
-    return shown(item, read_include(request))
+    return include_gated(item, read_include(request))
 
 
 @router.delete("/{conversation_id}/items/{item_id}")

@@ -25,6 +25,7 @@ from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.loop import render_response
+from responses_gateway.protocol.contract import include_gated
 from responses_gateway.protocol.request import parse_create_request
 from responses_gateway.service import PreparedRun
 from responses_gateway.store.base import StoredResponse
@@ -199,5 +200,6 @@ async def list_input_items(request: Request, response_id: str) -> dict[str, Any]
         if page.after not in ids:
             raise NotFoundError(f"Item with id '{page.after}' not found.", param="after")
         start = ids.index(page.after) + 1
-    data = ordered[start : start + page.limit]
+    include = read_include(request)  # input image URLs only when asked for
+    data = [include_gated(item, include) for item in ordered[start : start + page.limit]]
     return list_object(data, has_more=start + page.limit < len(ordered))

@@ -35,6 +35,7 @@ __all__ = [
     "Handling",
     "Row",
     "coverage",
+    "include_gated",
     "lower_context_items",
 ]
 
@@ -495,8 +496,11 @@ def _include_rows() -> tuple[Row, ...]:
                       "(needs top_logprobs, which asks chat for logprobs)"),
              Handling("lowered", "completions chunk logprobs -> output_text.logprobs, special "
                       "tokens left out (needs top_logprobs, which asks the server for them)")),
-        _row("message.input_image.image_url", RELAYED,
-             Handling("omitted", "input items are not echoed with image URLs yet")),
+        _row("message.input_image.image_url",
+             Handling("relayed", "and the gateway's own reads of the stored input gate URLs as "
+                      "on the function wires"),
+             Handling("gateway", "input_items and conversation item reads show the stored input "
+                      "images' image_url only when their include names it (null otherwise)")),
         _row("web_search_call.action.sources", RELAYED, no_data),
         _row("web_search_call.results", RELAYED, no_data),
         _row("file_search_call.results", RELAYED, no_data),
@@ -569,6 +573,35 @@ def lower_context_items(
             skip = True
         out.extend([item] if skip or row is None or row.lower is None else row.lower(item))
     return out
+
+
+INPUT_IMAGE_URL = "message.input_image.image_url"
+
+
+def include_gated(item: dict[str, Any], include: Any) -> dict[str, Any]:
+    """``item`` as a read with ``include`` shows it: a message's ``input_image`` parts keep their
+    ``image_url`` only when ``include`` names ``message.input_image.image_url`` (else null, as
+    OpenAI answers), and tool items their result fields only when it names them (the tool-kind
+    table's gates). A copy when anything changed, else ``item`` itself."""
+    from responses_gateway.tool_kinds import shown
+
+    wanted = list(include or ())
+    item = shown(item, wanted)
+    content = item.get("content")
+    if INPUT_IMAGE_URL in wanted or item.get("type", "message") != "message":
+        return item
+    if not isinstance(content, list) or not any(_gated_image(part) for part in content):
+        return item
+    parts = [{**part, "image_url": None} if _gated_image(part) else part for part in content]
+    return {**item, "content": parts}
+
+
+def _gated_image(part: Any) -> bool:
+    return (
+        isinstance(part, Mapping)
+        and part.get("type") == "input_image"
+        and bool(part.get("image_url"))
+    )
 
 
 def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
