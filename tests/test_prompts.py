@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from responses_gateway.errors import InvalidRequestError, NotFoundError
-from responses_gateway.prompts import PromptConfigError, parse_prompts, resolve_prompt
+from responses_gateway.prompts import (
+    PromptConfigError,
+    next_version,
+    parse_prompts,
+    parse_version,
+    resolve_prompt,
+    stored_template,
+)
 
 TEMPLATES = parse_prompts(
     {
@@ -78,3 +85,21 @@ def test_a_malformed_variable_is_invalid() -> None:
 def test_malformed_sections_are_config_errors(raw: object) -> None:
     with pytest.raises(PromptConfigError):
         parse_prompts(raw)
+
+
+def test_next_version_is_one_more_than_the_highest_number() -> None:
+    assert next_version([]) == "1"
+    assert next_version(["1", "9", "10", "draft"]) == "11"
+
+
+def test_a_stored_template_defaults_to_its_default_else_its_highest_version() -> None:
+    versions = {"2": {"instructions": "b"}, "10": {"instructions": "c"}, "x": {"input": []}}
+    assert stored_template("p", versions, "2").default_version == "2"
+    assert stored_template("p", versions, None).default_version == "10"
+    assert stored_template("p", versions, "gone").default_version == "10"
+
+
+def test_parse_version_needs_instructions_or_input() -> None:
+    with pytest.raises(PromptConfigError, match="needs instructions or input"):
+        parse_version("p", "1", {})
+    assert parse_version("p", "1", {"input": [{"role": "user", "content": "hi"}]}).input

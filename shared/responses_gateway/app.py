@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
-from responses_gateway.api import conversations, responses, usage, websocket
+from responses_gateway.api import conversations, prompts, responses, usage, websocket
 from responses_gateway.api.limits import Limits
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
@@ -171,6 +171,7 @@ def create_app(
     app.include_router(responses.router)
     app.include_router(conversations.router)
     app.include_router(usage.router)
+    app.include_router(prompts.router)
     app.include_router(websocket.router)
     app.add_middleware(EdgeMiddleware)
     return app

@@ -1,7 +1,9 @@
 """Operator-defined prompt templates: the ``prompt`` create field, resolved before any model call.
 
 Owns :class:`PromptTemplate` / :class:`PromptVersion` (parsed from ``GATEWAY_CONFIG``'s
-``prompts`` section by :func:`parse_prompts`) and :func:`resolve_prompt`, which turns a request's
+``prompts`` section by :func:`parse_prompts`, or from a prompt kept in the store by
+:func:`stored_template`; :func:`parse_version` checks one version's body for either) and
+:func:`resolve_prompt`, which turns a request's
 ``prompt`` reference ``{"id", "version"?, "variables"?}`` into instructions and input items, the
 way OpenAI documents reusable prompts: ``{{name}}`` placeholders in the template's instructions
 and message texts are replaced by the variables; a string or ``input_text`` value substitutes
@@ -19,7 +21,7 @@ Config shape::
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,8 +32,11 @@ __all__ = [
     "PromptTemplate",
     "PromptVersion",
     "ResolvedPrompt",
+    "next_version",
     "parse_prompts",
+    "parse_version",
     "resolve_prompt",
+    "stored_template",
 ]
 
 
@@ -97,6 +102,35 @@ def parse_prompts(raw: Any) -> dict[str, PromptTemplate]:
 
 def _version_key(version: str) -> tuple[int, str]:
     return (int(version), "") if version.isdigit() else (-1, version)
+
+
+def parse_version(prompt_id: str, version: str, body: Any) -> PromptVersion:
+    """One version's body (``instructions`` and/or ``input`` messages).
+
+    Raises:
+        PromptConfigError: a malformed body.
+    """
+    if isinstance(body, dict) and body.get("instructions") is None and not body.get("input"):
+        raise PromptConfigError(
+            f"prompt {prompt_id!r} version {version!r} needs instructions or input"
+        )
+    return _version(prompt_id, version, body)
+
+
+def stored_template(
+    prompt_id: str, versions: Mapping[str, Any], default: str | None
+) -> PromptTemplate:
+    """The template of a prompt kept in the store (its bodies were checked when put)."""
+    parsed = {v: _version(prompt_id, v, body) for v, body in versions.items()}
+    chosen = default if default in parsed else max(parsed, key=_version_key)
+    return PromptTemplate(prompt_id, parsed, chosen)
+
+
+def next_version(existing: Iterable[str]) -> str:
+    """The version a new version gets when the operator names none: one more than the highest
+    numbered one (``"1"`` for the first)."""
+    numbers = [int(v) for v in existing if v.isdigit()]
+    return str(max(numbers, default=0) + 1)
 
 
 def _version(prompt_id: str, version: str, body: Any) -> PromptVersion:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +44,12 @@ from responses_gateway.loop.reasoning import open_client_reasoning, restore_reas
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
-from responses_gateway.prompts import ResolvedPrompt, resolve_prompt
+from responses_gateway.prompts import (
+    PromptTemplate,
+    ResolvedPrompt,
+    resolve_prompt,
+    stored_template,
+)
 from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS, check_request
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
@@ -273,6 +279,16 @@ class Gateway:
             budget=self.budget_guard(tenant),
         )
 
+    async def prompt_templates(self, prompt_id: str) -> Mapping[str, PromptTemplate]:
+        """The templates a ``prompt`` naming ``prompt_id`` resolves against: the
+        configuration's, else (an id it does not define) the one kept in the store."""
+        if prompt_id in self.config.prompts:
+            return self.config.prompts
+        stored = await self.store.get_prompt(prompt_id)
+        if stored is None:
+            return {}
+        return {prompt_id: stored_template(prompt_id, stored.versions, stored.default_version)}
+
     def budget_guard(self, tenant: str) -> BudgetGuard | None:
         """The tenant's budget guard, or None when the configuration sets no budgets."""
         if self.config.budgets is None:
@@ -416,9 +432,8 @@ class Gateway:
         provider, upstream_model = self.config.route(request.model)
         raw_input = request_input(request)
         if request.prompt is not None:  # before any model call: unknown ids are a 404 here
-            resolved_prompt = resolve_prompt(
-                self.config.prompts, request.prompt.model_dump(mode="json")
-            )
+            ref = request.prompt.model_dump(mode="json")
+            resolved_prompt = resolve_prompt(await self.prompt_templates(str(ref["id"])), ref)
             request = _with_prompt(request, resolved_prompt)
             raw_input = _prompt_input(resolved_prompt, raw_input)
         opened = open_client_reasoning(raw_input, tenant)

@@ -228,6 +228,7 @@ def stack(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                 },
             ],
             "prompts": PROMPTS,
+            "operators": ["local"],  # keyless tests may use the operator endpoints (prompts)
         }
     )
     latch = UpgradeLatch()

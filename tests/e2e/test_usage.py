@@ -353,3 +353,30 @@ def test_an_approval_and_its_continuation_are_each_counted(
     assert after["output_tokens"] - before["output_tokens"] == 3 + 4
     assert after["num_model_requests"] - before["num_model_requests"] == 2
     assert stack_entry(stack, "beta", second.id)["tool_calls"] == 1
+
+
+def test_only_operator_keys_may_put_prompt_versions(stack: UsageStack) -> None:
+    with httpx.Client(base_url=f"{stack.gateway.url}/v1", timeout=30) as http:
+        body = {"instructions": "Answer in {{language}}."}
+
+        def put(who: str) -> httpx.Response:
+            headers = {"authorization": f"Bearer {KEYS[who]}"}
+            return http.post("/organization/prompts/pmpt_ops/versions", json=body, headers=headers)
+
+        refused = put("alpha")
+        accepted = put("ops")
+        read = http.get(
+            "/organization/prompts/pmpt_ops", headers={"authorization": "Bearer sk-beta"}
+        )
+
+    assert (refused.status_code, refused.json()["error"]["code"]) == (
+        403,
+        "insufficient_permissions",
+    )
+    assert (accepted.status_code, accepted.json()["version"]) == (200, "1")
+    assert read.status_code == 403
+    stack.upstream.push(Turn(text="Shwmae"))
+    answer = stack.client("beta").responses.create(
+        model=MODEL, input="hi", prompt={"id": "pmpt_ops", "variables": {"language": "Welsh"}}
+    )
+    assert answer.instructions == "Answer in Welsh."

@@ -32,8 +32,8 @@ def require_operator(request: Request) -> str:
     identity = identity_of(request)
     if identity.tenant not in gateway_of(request).config.operators:
         raise PermissionDeniedError(
-            "You have insufficient permissions for this operation: the usage API needs an "
-            "operator key.",
+            "You have insufficient permissions for this operation: the operator endpoints "
+            "(usage, prompts) need an operator key.",
             code="insufficient_permissions",
         )
     return identity.tenant

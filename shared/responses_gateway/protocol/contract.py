@@ -465,8 +465,10 @@ def _field_rows() -> tuple[Row, ...]:
             "prompt",
             Handling(
                 "gateway",
-                "operator templates (GATEWAY_CONFIG prompts) resolved into instructions and "
-                "input; unknown id 404, unknown version or variable 400; resolved prompt echoed",
+                "operator templates (GATEWAY_CONFIG prompts, then versions kept in the store "
+                "through POST /v1/organization/prompts/{id}/versions) resolved into "
+                "instructions and input; unknown id 404, unknown version or variable 400, before "
+                "any model call; resolved prompt echoed",
             ),
         )
     )

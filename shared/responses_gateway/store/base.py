@@ -35,8 +35,11 @@ __all__ = [
     "EventRead",
     "ItemPage",
     "LedgerStore",
+    "PromptStore",
+    "PromptVersionExists",
     "ResponseStore",
     "Store",
+    "StoredPrompt",
     "StoredResponse",
     "Terminal",
     "TenantSpend",
@@ -344,5 +347,39 @@ class LedgerStore(Protocol):
         ...
 
 
-class Store(ResponseStore, ConversationStore, BackgroundStore, LedgerStore, Protocol):
+@dataclass(slots=True)
+class StoredPrompt:
+    """A prompt template kept in the store: its versions (the bodies as the operator put them:
+    ``instructions`` and/or ``input``) and the version used when a request names none."""
+
+    id: str
+    versions: dict[str, dict[str, Any]]
+    default_version: str | None = None
+    """None: the highest version (numbers compare as numbers)."""
+
+
+class PromptVersionExists(Exception):
+    """A prompt version is put a second time (versions never change once written)."""
+
+
+class PromptStore(Protocol):
+    """Operator prompt templates (global: every tenant's requests may name them)."""
+
+    async def put_prompt_version(
+        self, prompt_id: str, version: str, body: dict[str, Any], *, make_default: bool
+    ) -> None:
+        """Add ``version`` to the prompt (creating the prompt), and make it the default when
+        ``make_default``.
+
+        Raises:
+            PromptVersionExists: the prompt has this version already (nothing changes).
+        """
+        ...
+
+    async def get_prompt(self, prompt_id: str) -> StoredPrompt | None:
+        """Every version of the prompt (strongly consistent), or None when it has none."""
+        ...
+
+
+class Store(ResponseStore, ConversationStore, BackgroundStore, LedgerStore, PromptStore, Protocol):
     """Everything the gateway persists."""

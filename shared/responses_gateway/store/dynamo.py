@@ -29,6 +29,7 @@ from responses_gateway.store._background import BackgroundTable
 from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
 from responses_gateway.store._conversations import ConversationTable
 from responses_gateway.store._ledger import LedgerTable
+from responses_gateway.store._prompts import PromptTable
 from responses_gateway.store._responses import ResponseTable
 from responses_gateway.store.base import (
     BudgetLimits,
@@ -36,6 +37,7 @@ from responses_gateway.store.base import (
     Conversation,
     EventRead,
     ItemPage,
+    StoredPrompt,
     StoredResponse,
     TenantSpend,
     Terminal,
@@ -87,6 +89,7 @@ class DynamoStore:
         self._conversations = ConversationTable(db, retention_seconds=retention, clock=clock)
         self._background = BackgroundTable(db, retention_seconds=retention, clock=clock)
         self._ledger = LedgerTable(db, retention_seconds=retention, clock=clock)
+        self._prompts = PromptTable(db)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
@@ -252,6 +255,16 @@ class DynamoStore:
 
     async def get_budget(self, tenant: str) -> BudgetLimits | None:
         return await self._ledger.get_limits(tenant)
+
+    # Prompt templates
+
+    async def put_prompt_version(
+        self, prompt_id: str, version: str, body: dict[str, Any], *, make_default: bool
+    ) -> None:
+        await self._prompts.put_version(prompt_id, version, body, make_default=make_default)
+
+    async def get_prompt(self, prompt_id: str) -> StoredPrompt | None:
+        return await self._prompts.get(prompt_id)
 
 
 def region_from_env(env: Mapping[str, str]) -> str:

@@ -34,6 +34,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from responses_gateway.store import _sqlite_prompts
 from responses_gateway.store._background import _fencing_version
 from responses_gateway.store._calls import StoreError
 from responses_gateway.store._codec import decode_json, encode_json
@@ -53,6 +54,7 @@ from responses_gateway.store.base import (
     Conversation,
     EventRead,
     ItemPage,
+    StoredPrompt,
     StoredResponse,
     TenantSpend,
     Terminal,
@@ -1277,6 +1279,23 @@ class SqliteStore:
 
     async def get_budget(self, tenant: str) -> BudgetLimits | None:
         return await self._read("get_budget", self._budget, tenant)
+
+    # Prompt templates (every call goes through the writer: its table is created on first use)
+
+    async def put_prompt_version(
+        self, prompt_id: str, version: str, body: dict[str, Any], *, make_default: bool
+    ) -> None:
+        await self._write(
+            "put_prompt_version",
+            _sqlite_prompts.put_prompt_version,
+            prompt_id,
+            version,
+            body,
+            make_default,
+        )
+
+    async def get_prompt(self, prompt_id: str) -> StoredPrompt | None:
+        return await self._write("get_prompt", _sqlite_prompts.get_prompt, prompt_id)
 
     def _budget(self, conn: sqlite3.Connection, tenant: str) -> BudgetLimits | None:
         row = conn.execute("SELECT limits FROM budgets WHERE tenant = ?", (tenant,)).fetchone()
