@@ -1351,3 +1351,12 @@ async def test_call_llm_lone_surrogates_in_error_messages_are_replaced() -> None
         await failed.call()
 
     assert (http_error.value.message, stream_error.value.message) == ("bad \ufffd", "boom \ufffd")
+
+
+def test_request_replays_status_only_where_openai_requires_it() -> None:
+    search = {"id": "ws_1", "type": "web_search_call", "status": "completed",
+              "action": {"type": "search", "query": "q"}}  # fmt: skip
+    call = {"id": "mcp_1", "type": "mcp_call", "status": "completed", "server_label": "s",
+            "name": "n", "arguments": "{}"}  # fmt: skip
+    payload = to_responses_request(ModelCall(model="m", input=[search, call]))
+    assert payload["input"] == [search, {k: v for k, v in call.items() if k != "status"}]

@@ -1,19 +1,25 @@
 """The Responses wire is exact: every output item type a Responses upstream sends reaches the
-official SDK's strict stream helper unchanged, and refusals and citations survive the stream,
-the store and a ``previous_response_id`` replay (issue #19)."""
+official SDK's strict stream helper unchanged, also interleaved with the gateway's own MCP items
+(indexes and sequence numbers renumbered), and refusals and citations survive the stream, the
+store and a ``previous_response_id`` replay (issue #19)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
+import pytest
 from openai.types.responses import ResponseOutputItem
 from pydantic import TypeAdapter
 
 from responses_gateway.protocol.contract import OUTPUT_ITEM_TYPES, OUTPUT_ITEMS
 from responses_gateway.testing import hosted
-from responses_gateway.testing.script import RelayedItem, ScriptedUpstream, Turn
+from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
+from responses_gateway.testing.script import RelayedItem, ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.sdk_instances import INPUT_INSTANCES
+from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 from .conftest import MODELS
 
@@ -122,3 +128,74 @@ def test_refusal_and_citation_survive_stream_store_and_replay(
     client.responses.create(model=MODEL, input="and?", previous_response_id=final.id)
     replayed = upstream.model_requests()[-1].json["input"]
     assert [i["content"] for i in replayed if i.get("role") == "assistant"] == [content]
+
+
+@pytest.fixture(scope="module")
+def calc() -> Iterator[RunningMcpServer]:
+    with start_mcp_server("calc") as server:
+        yield server
+
+
+def test_relayed_items_interleaved_with_gateway_mcp_items_are_renumbered_stored_and_replayed(
+    client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, calc: RunningMcpServer
+) -> None:
+    search = hosted.web_search_call("ws_i1", "weather")
+    image = hosted.image_generation_call("ig_i1", ["AA==", "AB=="], "AAAA")
+    code = hosted.code_interpreter_call("ci_i1", "1+1", "2")
+    add = ToolCall("calc__add", '{"a":2,"b":3}', "call_i1")
+
+    def turns() -> list[Turn]:
+        return [
+            Turn(reasoning="Search, then add.", relayed_items=[search], tool_calls=[add]),
+            Turn(text="It is 5.", relayed_items=[image, code]),
+        ]
+
+    mcp: Any = {"type": "mcp", "server_label": "calc", "server_url": calc.url,
+                "require_approval": "never"}  # fmt: skip
+    include: Any = ["web_search_call.action.sources", "code_interpreter_call.outputs"]
+    body = {"model": MODEL, "input": "2+3?", "tools": [mcp], "include": include, "stream": True}
+    upstream.push(*turns())
+
+    events = parse_sse(http.post("/responses", json=body).content)
+
+    final = check_stream(events)  # sequence numbers 0..n, every index opened before use...
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    output = final["output"]
+    kinds = ["mcp_list_tools", "web_search_call", "reasoning", "mcp_call", "image_generation_call",
+             "code_interpreter_call", "message"]  # fmt: skip
+    assert [item["type"] for item in output] == kinds
+    for relayed in (search, image, code):  # the upstream's items, unchanged
+        assert next(i for i in output if i["id"] == relayed.done["id"]) == relayed.done
+    for event in events:  # every event names its item where the final output has it
+        if "output_index" in event and "item_id" in event:
+            assert output[event["output_index"]]["id"] == event["item_id"], event
+    added = [e["output_index"] for e in events if e["type"] == "response.output_item.added"]
+    assert added == list(range(len(kinds)))
+    relayed_kinds = {e["type"] for r in (search, image, code) for e in r.events}
+    assert relayed_kinds <= {e["type"] for e in events}
+
+    upstream.push(*turns())
+    with client.responses.stream(model=MODEL, input="2+3?", tools=[mcp], include=include) as s:
+        for _ in s:
+            pass
+        strict = s.get_final_response()
+    assert [item.type for item in strict.output] == kinds
+
+    stored = client.responses.retrieve(final["id"], include=include)
+    assert [item.model_dump(exclude_unset=True) for item in stored.output] == [
+        TypeAdapter(ResponseOutputItem).validate_python(i).model_dump(exclude_unset=True)
+        for i in output
+    ]
+    upstream.push(Turn(text="ok"))
+    client.responses.create(model=MODEL, input="and?", previous_response_id=final["id"])
+    replayed = upstream.model_requests()[-1].json["input"]
+    # the upstream's items as they were; the gateway's MCP call as the function call and output
+    # the upstream saw (the listing stays with the gateway; reasoning without encrypted content
+    # is not replayed to a store:false upstream)
+    assert [item.get("type") for item in replayed] == [
+        "message", "web_search_call", "function_call", "function_call_output",
+        "image_generation_call", "code_interpreter_call", "message", "message",
+    ]  # fmt: skip
+    for relayed in (search, image, code):
+        assert next(i for i in replayed if i.get("id") == relayed.done["id"]) == relayed.done
+    assert [i["output"] for i in replayed if i["type"] == "function_call_output"] == ["5.0"]

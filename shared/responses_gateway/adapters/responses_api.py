@@ -82,6 +82,22 @@ _ITEM_FIELDS: dict[str, tuple[str, ...]] = {
 a stateless upstream cannot resolve, so it is dropped; so is ``status``. ``phase`` labels assistant
 messages for newer models, and OpenAI asks clients to keep it."""
 
+_STATUS_REQUIRED = frozenset(
+    {
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "code_interpreter_call",
+        "computer_call",
+        "file_search_call",
+        "image_generation_call",
+        "local_shell_call",
+        "program_output",
+        "web_search_call",
+    }
+)
+"""Input item types whose ``status`` OpenAI requires (the SDK's input params mark it
+``Required``): replayed with it. Other types are sent without theirs."""
+
 _PART_FIELDS: dict[str, tuple[str, ...]] = {
     "input_text": ("type", "text"),
     "input_image": ("type", "image_url", "file_id", "detail"),
@@ -147,7 +163,8 @@ def _input_item(item: dict[str, Any]) -> dict[str, Any] | None:
         return replay
     fields = _ITEM_FIELDS.get(kind or "")
     if fields is None:
-        return {key: value for key, value in item.items() if key != "status"}
+        keep_status = kind in _STATUS_REQUIRED
+        return {key: value for key, value in item.items() if key != "status" or keep_status}
     sent = {**_pick(item, fields), "type": kind}
     for key in ("content", "output"):
         if key in sent:

@@ -200,6 +200,7 @@ async def list_input_items(request: Request, response_id: str) -> dict[str, Any]
         if page.after not in ids:
             raise NotFoundError(f"Item with id '{page.after}' not found.", param="after")
         start = ids.index(page.after) + 1
-    include = read_include(request)  # input image URLs only when asked for
-    data = [include_gated(item, include) for item in ordered[start : start + page.limit]]
+    include = read_include(request)  # input image URLs only when asked for (results as stored)
+    page_items = ordered[start : start + page.limit]
+    data = [include_gated(item, include, results=False) for item in page_items]
     return list_object(data, has_more=start + page.limit < len(ordered))

@@ -580,15 +580,16 @@ def lower_context_items(
 INPUT_IMAGE_URL = "message.input_image.image_url"
 
 
-def include_gated(item: dict[str, Any], include: Any) -> dict[str, Any]:
+def include_gated(item: dict[str, Any], include: Any, *, results: bool = True) -> dict[str, Any]:
     """``item`` as a read with ``include`` shows it: a message's ``input_image`` parts keep their
     ``image_url`` only when ``include`` names ``message.input_image.image_url`` (else null, as
-    OpenAI answers), and tool items their result fields only when it names them (the tool-kind
-    table's gates). A copy when anything changed, else ``item`` itself."""
+    OpenAI answers), and (``results``) tool items their result fields only when it names them
+    (the tool-kind table's gates). A copy when anything changed, else ``item`` itself."""
     from responses_gateway.tool_kinds import shown
 
     wanted = list(include or ())
-    item = shown(item, wanted)
+    if results:
+        item = shown(item, wanted)
     content = item.get("content")
     if INPUT_IMAGE_URL in wanted or item.get("type", "message") != "message":
         return item
