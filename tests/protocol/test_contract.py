@@ -80,3 +80,13 @@ def test_lower_context_items_keeps_answered_outputs_and_lowers_orphans() -> None
     }
     assert lowered[2]["role"] == "assistant"
     assert lower_context_items([search], keep={"ws": ""}) == [search]
+
+
+def test_harmony_honours_every_field_and_include_value_it_has_the_data_for() -> None:
+    from responses_gateway.protocol.contract import CREATE_FIELDS, INCLUDE_VALUES
+
+    for name in ("text", "tool_choice", "parallel_tool_calls", "top_logprobs"):
+        assert CREATE_FIELDS[name].harmony.fate == "lowered", name
+    assert INCLUDE_VALUES["message.output_text.logprobs"].harmony.fate == "lowered"
+    for wire in ("chat", "harmony"):
+        assert INCLUDE_VALUES["message.input_image.image_url"].on(wire).fate == "gateway"
