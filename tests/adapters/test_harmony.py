@@ -838,3 +838,9 @@ async def test_call_llm_logprobs_are_asked_for_and_kept_on_the_message_text() ->
             {"token": "x", "logprob": -3.0, "bytes": [120]},
         ],
     }
+
+
+async def test_call_llm_a_commentary_answer_is_checked_against_the_format_too() -> None:
+    harness = Harness(body(tokens_of("<|channel|>commentary<|message|>not json")))
+    with pytest.raises(ModelOutputError):
+        await harness.call(structured())

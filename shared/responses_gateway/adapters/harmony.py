@@ -183,7 +183,7 @@ class _Preamble(NamedTuple):
     """The function tools as canonical JSON (``[]`` for none)."""
 
 
-def forced_tool(choice: Any) -> str | None:
+def _forced_tool(choice: Any) -> str | None:
     """The function a ``tool_choice`` names (``{"type": "function", "name": ...}``), or None."""
     if isinstance(choice, dict) and choice.get("type") == "function" and choice.get("name"):
         return str(choice["name"])
@@ -195,7 +195,7 @@ def _choice_instruction(choice: Any, tools: list[dict[str, Any]]) -> str | None:
     for it)."""
     if not tools:
         return None
-    forced = forced_tool(choice)
+    forced = _forced_tool(choice)
     if forced is not None:
         return f"Call the function `{forced}` now, before anything else; do not answer directly."
     if choice == "required":
@@ -204,7 +204,7 @@ def _choice_instruction(choice: Any, tools: list[dict[str, Any]]) -> str | None:
 
 
 def _preamble(call: ModelCall, today: date) -> _Preamble:
-    forced = forced_tool(call.tool_choice)
+    forced = _forced_tool(call.tool_choice)
     tools = [
         {
             "name": str(tool.get("name", "")),
@@ -465,9 +465,10 @@ class _HarmonyStream:
         """The message whose text the chunk being read carried (its logprobs go there)."""
         self.calls: list[str] = []
         """The names of the tools the model called, in order."""
-        self.final_text: str | None = None
-        """The text of the last ``final`` message (the answer), None when there is none."""
-        self._final: list[str] | None = None
+        self.answer: str | None = None
+        """The text of the last message (``final``, or a ``commentary`` without recipient): the
+        answer of a turn without calls. None when there is none."""
+        self._answer: list[str] | None = None
         self.discarded = False
         """Whether text after the first call was discarded (``parallel_tool_calls: false``)."""
 
@@ -488,7 +489,7 @@ class _HarmonyStream:
                 self._target = None
                 self._text(choice["text"])
                 if self._logprobs and self._target is not None:
-                    self._target.logprobs(completion_logprobs(choice.get("logprobs")))
+                    self._target.logprobs(_completion_logprobs(choice.get("logprobs")))
             if choice.get("finish_reason"):
                 self._finish_reason = str(choice["finish_reason"])
                 self._ended = True
@@ -538,7 +539,7 @@ class _HarmonyStream:
 
     def _open(self, channel: str, recipient: str | None) -> None:
         self._channel = channel
-        self._final = [] if channel == "final" and not recipient else None
+        self._answer = [] if channel != "analysis" and not recipient else None
         if recipient:
             name = recipient[len(_FUNCTIONS) :] if recipient.startswith(_FUNCTIONS) else recipient
             self._writer = self._out.function_call(name=name)
@@ -558,16 +559,16 @@ class _HarmonyStream:
             writer.text(delta)
             if isinstance(writer, MessageWriter):
                 self._target = writer
-            if self._final is not None:
-                self._final.append(delta)
+            if self._answer is not None:
+                self._answer.append(delta)
 
     def _close(self) -> None:
         """The harmony message being read is complete: complete its item."""
         writer = self._writer
         self._writer = None
         self._channel = None
-        if self._final is not None:
-            self.final_text, self._final = "".join(self._final), None
+        if self._answer is not None:
+            self.answer, self._answer = "".join(self._answer), None
         if isinstance(writer, FunctionCallWriter) and not self._arguments:
             writer.arguments("{}")
         if writer is not None:
@@ -606,7 +607,7 @@ class _HarmonyStream:
         return TurnResult(stop=_stop_reason(self._finish_reason), usage=usage)
 
 
-def completion_logprobs(logprobs: Any) -> list[dict[str, Any]]:
+def _completion_logprobs(logprobs: Any) -> list[dict[str, Any]]:
     """A completions chunk's ``logprobs`` (``tokens``, ``token_logprobs``, ``top_logprobs``) as
     Responses ``output_text.logprobs`` entries; harmony's special tokens are left out."""
     if not isinstance(logprobs, dict):
@@ -642,8 +643,7 @@ def _format_problem(fmt: dict[str, Any], text: str) -> str | None:
     if fmt.get("type") == "json_object":
         return None if isinstance(value, dict) else "it is not a JSON object"
     schema = fmt.get("schema")
-    problem = instance_problem(value, schema) if isinstance(schema, dict) else None
-    return f"{problem}" if problem else None
+    return instance_problem(value, schema) if isinstance(schema, dict) else None
 
 
 def turn_problem(
@@ -654,12 +654,12 @@ def turn_problem(
     Args:
         call: the model call.
         calls: the names of the tools the model called.
-        answer: the text of its ``final`` message, None when there is none.
+        answer: the text of its last message, None when there is none.
         stop: why it stopped (a cut-off turn is not checked: it ends ``incomplete``).
     """
     if stop != "stop":
         return None
-    forced = forced_tool(call.tool_choice) if call.tools else None
+    forced = _forced_tool(call.tool_choice) if call.tools else None
     if forced is not None and forced not in calls:
         return f"the model did not call '{forced}', which tool_choice requires"
     if call.tool_choice == "required" and call.tools and not calls:
@@ -736,7 +736,7 @@ class HarmonyAdapter(EndpointAdapter):
                 "parallel_tool_calls is false: discarded the completion after its first call"
             )
         result = stream.result()
-        problem = turn_problem(call, stream.calls, stream.final_text, result.stop)
+        problem = turn_problem(call, stream.calls, stream.answer, result.stop)
         if problem is not None:
             raise ModelOutputError(f"The response breaks the request: {problem}.")
         return result
