@@ -1,7 +1,10 @@
 """The health of deployments as this instance sees it: the shared entries, cached briefly.
 
-Owns :class:`HealthBoard`: reads the store's health entries of a model's deployments at most once
-per ``cache_seconds`` (one round trip for all of them), says which are available now, takes the
+Owns :class:`HealthBoard`: reads the store's health entries of a model's deployments (one round
+trip for all of them) and trusts what it read for ``cache_seconds``; past three quarters of that,
+a call still uses the cached view and starts a refresh beside it, so under steady traffic no
+request waits for the read and the view is never older than ``cache_seconds``. It says which are
+available now, takes the
 half-open probe of a deployment whose cooldown ended, counts failures into the shared entry (a
 429, or a failed probe, starts a cooldown at once) and clears the entry when a deployment that had
 failures answers. Per-minute counters are only touched for deployments with ``rpm``/``tpm``. A
@@ -11,6 +14,7 @@ It does not choose among deployments and never decides retries.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -26,6 +30,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_CACHE_SECONDS = 1.0
 """How long an instance trusts what it read of the shared health."""
+_REFRESH_AT = 0.75
+"""Fraction of ``cache_seconds`` after which a view is refreshed in the background."""
 PROBE_LEASE = 30.0
 """Seconds one instance's half-open probe call holds the deployment before others may try."""
 
@@ -63,27 +69,50 @@ class HealthBoard:
         self._clock = clock
         self._cache_seconds = cache_seconds
         self._cache: dict[str, tuple[float, DeploymentHealth | None]] = {}
+        self._refreshing: dict[tuple[str, ...], asyncio.Future[None]] = {}
+        """Background refreshes in flight, by deployment ids (referenced until done)."""
 
     def now(self) -> float:
         return self._clock()
 
     async def view(self, deployments: list[Deployment]) -> dict[str, DeploymentHealth | None]:
-        """The health of ``deployments``, re-read from the store when the cache is stale."""
+        """The health of ``deployments``: read from the store when this instance has no view
+        younger than ``cache_seconds``; refreshed beside the call past three quarters of it."""
         now = self._clock()
-        stale = [
-            d.id
-            for d in deployments
-            if d.id not in self._cache or self._cache[d.id][0] + self._cache_seconds <= now
-        ]
-        if stale:
-            try:
-                found = await self._store.read_health(stale)
-            except Exception:
-                logger.exception("could not read deployment health; assuming healthy")
-                found = {}
-            for deployment_id in stale:
-                self._cache[deployment_id] = (now, found.get(deployment_id))
+        ages = {
+            d.id: now - self._cache[d.id][0] if d.id in self._cache else None for d in deployments
+        }
+        expired = [i for i, age in ages.items() if age is None or age >= self._cache_seconds]
+        if expired:
+            await self._read(expired)
+        else:
+            aging = tuple(
+                i
+                for i, age in ages.items()
+                if age is not None and age >= self._cache_seconds * _REFRESH_AT
+            )
+            if aging and aging not in self._refreshing:
+                task = asyncio.ensure_future(self._read(list(aging)))
+                self._refreshing[aging] = task
+                task.add_done_callback(lambda _: self._refreshing.pop(aging, None))
         return {d.id: self._cache[d.id][1] for d in deployments}
+
+    async def _read(self, deployment_ids: list[str]) -> None:
+        started = self._clock()
+        try:
+            found = await self._store.read_health(deployment_ids)
+        except Exception:
+            logger.exception("could not read deployment health; assuming healthy")
+            found = {}
+        for deployment_id in deployment_ids:
+            current = self._cache.get(deployment_id)
+            if current is None or current[0] <= started:  # a newer write of ours wins
+                self._cache[deployment_id] = (started, found.get(deployment_id))
+
+    async def settled(self) -> None:
+        """Wait for the background refreshes in flight (tests, shutdown)."""
+        while self._refreshing:
+            await asyncio.gather(*self._refreshing.values(), return_exceptions=True)
 
     def _remember(self, deployment_id: str, health: DeploymentHealth | None) -> None:
         self._cache[deployment_id] = (self._clock(), health)

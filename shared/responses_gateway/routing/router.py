@@ -99,6 +99,8 @@ class Router:
         self._cache_seconds = cache_seconds
         self._adapters: dict[str, Adapter] = {}
         self._implicit: dict[str, ModelRoute] = {}
+        self._counting: set[asyncio.Future[None]] = set()
+        """Token counts being written (referenced until done; they hold no tenant data)."""
         self.in_flight: dict[str, int] = {}
         self.latency: dict[str, float] = {}
         """Deployment id -> moving average of its call time in seconds (this instance)."""
@@ -227,8 +229,11 @@ class Router:
             elapsed if previous is None else previous + _LATENCY_WEIGHT * (elapsed - previous)
         )
         await self.board.succeeded(deployment)
-        usage = turn.usage or {}
-        await self.board.spent(deployment, int(usage.get("total_tokens") or 0))
+        tokens = int((turn.usage or {}).get("total_tokens") or 0)
+        if deployment.tpm is not None and tokens > 0:  # counted off the answer's path
+            task = asyncio.ensure_future(self.board.spent(deployment, tokens))
+            self._counting.add(task)
+            task.add_done_callback(self._counting.discard)
         return turn
 
     async def failed(self, target: Target, failure: LlmFailure, attempts: Attempts) -> None:
