@@ -12,6 +12,10 @@ model names go to which provider. Two sources, read once at startup:
 An upstream key is held only in :class:`Provider` (excluded from its ``repr``) and read from the
 file or from the environment variable the file names (``api_key_env``). Nothing here logs.
 
+``routes`` give a model name several deployments (providers and upstream names, weights,
+limits), fallbacks and retry bounds (:mod:`responses_gateway.routing.deployments`); a routed name
+wins over the providers' ``models``.
+
 The same file may also list **operator MCP servers** (``mcp_servers``): servers the gateway
 trusts, which a request selects by ``server_label`` alone (see ``docs/mcp.md``). Each has exactly
 one of ``url`` (a remote server over streamable HTTP or SSE) or ``command`` (a stdio server the

@@ -376,9 +376,11 @@ async def _call_routed(
         ctx.upstream_model = target.deployment.upstream_model
         call = build_model_call(state, ctx)
         writer.calls = call.exposed
+        ctx.deployments.append(target.deployment.id)  # named by a stream's headers already
         try:
             turn: TurnResult = await router.call(target, call, writer)
         except GatewayError as error:
+            ctx.deployments.pop()
             failure = classify(
                 as_context_length(error), streamed=len(state.output) > state.turn_start
             )
@@ -397,7 +399,6 @@ async def _call_routed(
                 raise failure.error from None
             attempts.apply(verdict)
             continue
-        ctx.deployments.append(target.deployment.id)
         return turn
 
 
