@@ -234,9 +234,13 @@ def test_a_429_with_retry_after_moves_the_call_to_the_sibling(
     assert len(fresh.a.proxy.calls) == 1
 
 
-def test_death_before_the_first_token_is_retried_on_the_sibling(fresh: Routing) -> None:
-    fresh.a.proxy.script(Fault("reset_after"))
-    fresh.a.script.push(Turn(text="lost answer"))
+@pytest.mark.parametrize("death", ["answer lost", "stream cut after its role chunk"])
+def test_death_before_the_first_token_is_retried_on_the_sibling(fresh: Routing, death: str) -> None:
+    if death == "answer lost":
+        fresh.a.proxy.script(Fault("reset_after"))
+        fresh.a.script.push(Turn(text="lost answer"))
+    else:  # 200, then the chat stream's opening {"role": "assistant"} chunk, then a reset
+        fresh.a.script.push(Turn(text="lost answer", drop_after=1))
     fresh.b.script.push(Turn(text="the answer"))
     with (
         httpx.Client(base_url=fresh.url(), timeout=30) as http,
