@@ -35,7 +35,14 @@ from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 TABLE = "responses-gateway-routing"
 T = TypeVar("T")
-DEPLOYMENTS = ("a/agent-a", "b/agent-b", "big/big-model", "tight-a", "tight-b")
+DEPLOYMENTS = (
+    "a/agent-a",
+    "b/agent-b",
+    "big/big-model",
+    "tight-a",
+    "tight-b",
+    "a-small/small-model",
+)
 
 
 class FirstPick(random.Random):
@@ -103,6 +110,7 @@ def _config(a: Upstream, b: Upstream, big: Upstream) -> Any:
                 provider("a", a, "chat"),
                 provider("b", b, "responses"),
                 provider("big", big, "chat"),
+                {**provider("a-small", a, "chat"), "context_window": 200},
             ],
             "routes": [
                 {
@@ -116,6 +124,11 @@ def _config(a: Upstream, b: Upstream, big: Upstream) -> Any:
                     **fast,
                 },
                 {"model": "agent-big", "deployments": [{"provider": "big", "model": "big-model"}]},
+                {
+                    "model": "small",
+                    "context_window_fallback": "agent-big",
+                    "deployments": [{"provider": "a-small", "model": "small-model"}],
+                },
                 {
                     "model": "tight",
                     "max_wait_seconds": 0.6,
@@ -295,6 +308,18 @@ def test_a_context_length_error_falls_back_to_the_larger_model(
     assert raw.headers[DEPLOYMENT_HEADER] == "big/big-model"
     assert fresh.big.answered() == ["big-model"] and fresh.b.script.requests == []
     assert _health(fresh, "a/agent-a") is None  # not the deployment's fault
+
+
+def test_a_context_known_too_long_for_the_window_goes_to_the_larger_model_directly(
+    fresh: Routing, client: openai.OpenAI
+) -> None:
+    fresh.big.script.push(Turn(text="fits here"))
+    long_input = " ".join(f"word{n}" for n in range(400))
+    raw = client.responses.with_raw_response.create(model="small", input=long_input)
+    assert raw.parse().output_text == "fits here"
+    assert raw.headers[DEPLOYMENT_HEADER] == "big/big-model"
+    # The small window's server was only asked to count the tokens, never to answer.
+    assert [r.path for r in fresh.a.script.model_requests()] == ["/tokenize"]
 
 
 @pytest.fixture(scope="module")

@@ -363,12 +363,27 @@ async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
     return action
 
 
+def _larger_model(before: NextAction | None, state: LoopState, ctx: LoopContext) -> str | None:
+    """The route's larger-window model when the context was found too long for the model's
+    own window before calling it (the call then goes there directly)."""
+    if not isinstance(before, Finish) or ctx.router is None or not ctx.router.routes(state.model):
+        return None
+    if (before.error or {}).get("code") != "context_length_exceeded":
+        return None
+    return ctx.router.route_of(state.model).context_window_fallback
+
+
 async def _call_routed(
-    state: LoopState, ctx: LoopContext, writer: OutputWriter, router: Router
+    state: LoopState,
+    ctx: LoopContext,
+    writer: OutputWriter,
+    router: Router,
+    larger: str | None = None,
 ) -> TurnResult:
     """One model call through the router: each failed attempt is judged by
-    :func:`decide_after_llm_failure` (another deployment, a fallback model, or the failure)."""
-    attempts = Attempts(primary=state.model)
+    :func:`decide_after_llm_failure` (another deployment, a fallback model, or the failure).
+    ``larger``: start on the route's larger-window model (the context is known not to fit)."""
+    attempts = Attempts(primary=state.model, model=larger or "")
     policy = router.route_of(state.model)
     while True:
         target = await router.acquire(attempts)
@@ -417,11 +432,14 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
         before = await _fit_context(state, ctx)
+        larger = _larger_model(before, state, ctx)
         if before is not None:
-            return before
+            if larger is None:
+                return before
+            ctx.failure = None  # not a failure: the larger-window model takes the call
         state.turn_start = len(state.output)
         if ctx.router is not None:
-            turn = await _call_routed(state, ctx, writer, ctx.router)
+            turn = await _call_routed(state, ctx, writer, ctx.router, larger)
         else:
             call = build_model_call(state, ctx)
             writer.calls = call.exposed
