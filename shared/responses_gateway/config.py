@@ -12,6 +12,10 @@ model names go to which provider. Two sources, read once at startup:
 An upstream key is held only in :class:`Provider` (excluded from its ``repr``) and read from the
 file or from the environment variable the file names (``api_key_env``). Nothing here logs.
 
+``routes`` give a model name several deployments (providers and upstream names, weights,
+limits), fallbacks and retry bounds (:mod:`responses_gateway.routing.deployments`); a routed name
+wins over the providers' ``models``.
+
 The same file may also list **operator MCP servers** (``mcp_servers``): servers the gateway
 trusts, which a request selects by ``server_label`` alone (see ``docs/mcp.md``). Each has exactly
 one of ``url`` (a remote server over streamable HTTP or SSE) or ``command`` (a stdio server the
@@ -42,6 +46,7 @@ from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
 from responses_gateway.prompts import PromptConfigError, PromptTemplate, parse_prompts
+from responses_gateway.routing.deployments import ModelRoute, RouteError, parse_routes
 from responses_gateway.tool_kinds import BACKED_KINDS
 from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budgets
 from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
@@ -190,6 +195,9 @@ class GatewayConfig:
     """Tenants whose API keys may use the operator endpoints (the usage API)."""
     prompts: Mapping[str, PromptTemplate] = field(default_factory=dict)
     """Prompt templates requests name in ``prompt`` (:mod:`responses_gateway.prompts`)."""
+    routes: Mapping[str, ModelRoute] = field(default_factory=dict)
+    """Model names served by several deployments, with retries and fallbacks
+    (:mod:`responses_gateway.routing`); they win over the providers' own ``models``."""
 
     def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
         """The operator MCP server labelled ``server_label``, or ``None``."""
@@ -201,11 +209,16 @@ class GatewayConfig:
     def route(self, model: str) -> tuple[Provider, str]:
         """The provider for ``model`` and the model name to send it.
 
-        Exact names win, then the longest matching prefix, then the catch-all provider.
+        Routes win (their first deployment), then exact names, then the longest matching
+        prefix, then the catch-all provider.
 
         Raises:
             NotFoundError: no provider serves ``model`` (404 ``model_not_found``).
         """
+        routed = self.routes.get(model)
+        if routed is not None:
+            first = routed.deployments[0]
+            return first.provider, first.upstream_model
         for provider in self.providers:
             if model in provider.models:
                 return provider, model
@@ -331,7 +344,11 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         prompts = parse_prompts(data.get("prompts"))
     except (PriceError, BudgetError, PromptConfigError) as exc:
         raise ConfigError(str(exc)) from None
-    return GatewayConfig(
+    try:
+        routes = parse_routes(data.get("routes"), {p.name: p for p in providers}, env)
+    except RouteError as exc:
+        raise ConfigError(str(exc)) from None
+    config = GatewayConfig(
         providers,
         servers,
         _tool_backends(data.get("tool_backends"), servers),
@@ -339,7 +356,19 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         budgets=budgets,
         operators=_operators(data.get("operators"), env),
         prompts=prompts,
+        routes=routes,
     )
+    for route in routes.values():
+        for other in (*route.fallbacks, route.context_window_fallback):
+            if other is None:
+                continue
+            try:
+                config.route(other)
+            except NotFoundError:
+                raise ConfigError(
+                    f"route {route.model!r}: fallback model {other!r} is served by no provider"
+                ) from None
+    return config
 
 
 def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[ToolBackend, ...]:

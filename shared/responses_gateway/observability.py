@@ -135,10 +135,13 @@ class RequestRecord:
     """The tenant the request acted for (once authenticated)."""
     model: str | None = None
     """The ``model`` of a created response."""
+    deployment: str | None = None
+    """Which deployments answered its model calls (the ``x-gateway-deployment`` header)."""
 
     def access_fields(self) -> dict[str, Any]:
-        """The access-log line's fields: never a body, a header value or a key."""
-        return {
+        """The access-log line's fields: never a body, a header value or a key (``deployment``
+        only on responses of routed models)."""
+        fields = {
             "method": self.method,
             "route": self.path,
             "status": self.status,
@@ -153,6 +156,9 @@ class RequestRecord:
             "tool_calls": self.tool_calls,
             "error_code": self.error_type,
         }
+        if self.deployment is not None:
+            fields["deployment"] = self.deployment
+        return fields
 
 
 class Telemetry(Protocol):
@@ -451,6 +457,8 @@ class _ResponseProbe:
                 content_type = bytes(value).decode("latin-1").lower()
             elif name == b"x-request-id" and self._record.request_id is None:
                 self._record.request_id = bytes(value).decode("latin-1")[:128]
+            elif name == b"x-gateway-deployment":
+                self._record.deployment = bytes(value).decode("latin-1")[:256]
         if content_type.startswith("text/event-stream"):
             self._record.streamed = True
             self._mode = "sse" if self._is_create else "skip"

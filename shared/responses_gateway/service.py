@@ -215,6 +215,18 @@ class Gateway:
         """Called with each :class:`UsageEntry` the ledger counted (metrics); never raise."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
+        self._router: Any = None
+
+    def router_for(self, model: str) -> Any:
+        """The process's :class:`~responses_gateway.routing.router.Router` when ``model`` has a
+        route (built on first use), else None: a plain model costs nothing more."""
+        if model not in self.config.routes:
+            return None
+        if self._router is None:
+            from responses_gateway.routing.router import Router
+
+            self._router = Router(self.config, self.client, self.store, self.latch)
+        return self._router
 
     def _backends(self, tools: list[dict[str, Any]], wire: str) -> dict[str, HostedBackend]:
         """The configured backends of the hosted tools a request over ``wire`` names (only
@@ -277,6 +289,7 @@ class Gateway:
             meter=self.meter(provider, state.request, run.get("compaction")),
             tenant=tenant,
             budget=self.budget_guard(tenant),
+            router=self.router_for(state.model),
         )
 
     async def prompt_templates(self, prompt_id: str) -> Mapping[str, PromptTemplate]:
@@ -527,6 +540,7 @@ class Gateway:
             ),
             budget=guard,
             tenant=tenant,
+            router=self.router_for(request.model),
         )
         ctx.meter = self.meter(provider, state.request, compaction)
         options = request.stream_options

@@ -86,7 +86,14 @@ OMITTED_FIELDS_HEADER = "x-gateway-omitted-fields"
 docs/contract.md."""
 
 
+DEPLOYMENT_HEADER = "x-gateway-deployment"
+"""Routed models: the deployments that answered the model calls so far (comma-separated, in
+order; a stream names those before its first output); see docs/routing.md."""
+
+
 def _signal_omitted(response: Response, run: PreparedRun) -> Response:
+    if run.ctx.deployments:
+        response.headers[DEPLOYMENT_HEADER] = ",".join(run.ctx.deployments)
     if run.omitted_tools:
         response.headers[OMITTED_TOOLS_HEADER] = ",".join(run.omitted_tools)
     if run.omitted_fields:

@@ -22,7 +22,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.context.errors import (
@@ -49,6 +49,7 @@ from responses_gateway.loop.events import (
     ResponseStarted,
     Sink,
 )
+from responses_gateway.loop.failover import decide_after_llm_failure
 from responses_gateway.loop.output import OutputWriter, snapshot
 from responses_gateway.loop.prepared import model_transcript
 from responses_gateway.loop.reasoning import ReasoningPolicy
@@ -62,6 +63,7 @@ from responses_gateway.loop.state import (
     LoopState,
     NextAction,
     Truncate,
+    TurnResult,
 )
 from responses_gateway.loop.tools import (
     NO_GATEWAY_TOOLS,
@@ -70,6 +72,8 @@ from responses_gateway.loop.tools import (
     ToolRegistry,
 )
 from responses_gateway.protocol.contract import check_request, lower_context_items
+from responses_gateway.routing.attempts import Attempts, GiveUp
+from responses_gateway.routing.failures import classify
 from responses_gateway.tool_kinds import (
     CLIENT_CALL_ITEM_TYPES,
     ITEM_KINDS,
@@ -99,6 +103,9 @@ __all__ = [
     "run_loop",
     "step",
 ]
+
+if TYPE_CHECKING:  # the router is built by the service only for routed models
+    from responses_gateway.routing.router import Router
 
 logger = logging.getLogger(__name__)
 
@@ -150,6 +157,11 @@ class LoopContext:
     """Limits and token counts of this response's model calls (None: no context checks)."""
     tenant: str = "local"
     """Whose response this is (compaction items and reasoning are sealed for it)."""
+    router: Router | None = None
+    """Sends each model call to a deployment of the model's route and retries it elsewhere
+    (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
+    deployments: list[str] = field(default_factory=list)
+    """The deployment that answered each model call of this run, in order (routed models)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
@@ -357,6 +369,60 @@ async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
     return action
 
 
+def _larger_model(before: NextAction | None, state: LoopState, ctx: LoopContext) -> str | None:
+    """The route's larger-window model when the context was found too long for the model's
+    own window before calling it (the call then goes there directly)."""
+    if not isinstance(before, Finish) or ctx.router is None or not ctx.router.routes(state.model):
+        return None
+    if (before.error or {}).get("code") != "context_length_exceeded":
+        return None
+    return ctx.router.route_of(state.model).context_window_fallback
+
+
+async def _call_routed(
+    state: LoopState,
+    ctx: LoopContext,
+    writer: OutputWriter,
+    router: Router,
+    larger: str | None = None,
+) -> TurnResult:
+    """One model call through the router: each failed attempt is judged by
+    :func:`decide_after_llm_failure` (another deployment, a fallback model, or the failure).
+    ``larger``: start on the route's larger-window model (the context is known not to fit)."""
+    attempts = Attempts(primary=state.model, model=larger or "")
+    policy = router.route_of(state.model)
+    while True:
+        target = await router.acquire(attempts)
+        ctx.adapter = target.adapter
+        ctx.upstream_model = target.deployment.upstream_model
+        call = build_model_call(state, ctx)
+        writer.calls = call.exposed
+        ctx.deployments.append(target.deployment.id)  # named by a stream's headers already
+        try:
+            turn: TurnResult = await router.call(target, call, writer)
+        except GatewayError as error:
+            ctx.deployments.pop()
+            failure = classify(
+                as_context_length(error), streamed=len(state.output) > state.turn_start
+            )
+            await router.failed(target, failure, attempts)
+            verdict = decide_after_llm_failure(
+                attempts, failure, policy, router.siblings_left(attempts)
+            )
+            logger.info(
+                "model call of %s failed on %s (%s): %s",
+                state.response_id,
+                target.deployment.id,
+                failure.kind,
+                verdict,
+            )
+            if isinstance(verdict, GiveUp):
+                raise failure.error from None
+            attempts.apply(verdict)
+            continue
+        return turn
+
+
 def decide_within_budget(state: LoopState, budget: BudgetStatus | None) -> NextAction:
     """Whether the pending model call may run: a spent budget ends the response
     ``incomplete`` (reason ``budget_exceeded``) with what it produced so far."""
@@ -372,12 +438,18 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
         before = await _fit_context(state, ctx)
+        larger = _larger_model(before, state, ctx)
         if before is not None:
-            return before
+            if larger is None:
+                return before
+            ctx.failure = None  # not a failure: the larger-window model takes the call
         state.turn_start = len(state.output)
-        call = build_model_call(state, ctx)
-        writer.calls = call.exposed
-        turn = await ctx.adapter.call_llm(call, writer)
+        if ctx.router is not None:
+            turn = await _call_routed(state, ctx, writer, ctx.router, larger)
+        else:
+            call = build_model_call(state, ctx)
+            writer.calls = call.exposed
+            turn = await ctx.adapter.call_llm(call, writer)
     except GatewayError as error:
         writer.close_open("incomplete")
         error = as_context_length(error)

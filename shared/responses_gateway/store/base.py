@@ -32,7 +32,9 @@ __all__ = [
     "CheckpointConflict",
     "Conversation",
     "ConversationStore",
+    "DeploymentHealth",
     "EventRead",
+    "HealthStore",
     "ItemPage",
     "LedgerStore",
     "PromptStore",
@@ -381,5 +383,73 @@ class PromptStore(Protocol):
         ...
 
 
-class Store(ResponseStore, ConversationStore, BackgroundStore, LedgerStore, PromptStore, Protocol):
+@dataclass(frozen=True, slots=True)
+class DeploymentHealth:
+    """The shared health of one model deployment (:mod:`responses_gateway.routing`)."""
+
+    fails: int = 0
+    """Failures counted since ``window_start`` (reset when the window passes or a cooldown
+    starts)."""
+    window_start: float = 0.0
+    cooldown_until: float = 0.0
+    """Unix seconds until which no instance sends it calls; once passed, one probe call
+    decides (half-open)."""
+    probe_until: float = 0.0
+    """Unix seconds until which an instance's probe call is in flight."""
+
+
+class HealthStore(Protocol):
+    """Deployment health and per-minute counters shared by every gateway instance. Entries
+    carry an expiry (DynamoDB TTL) and are ignored once past it, swept or not."""
+
+    async def read_health(self, deployment_ids: list[str]) -> dict[str, DeploymentHealth]:
+        """The health entries of these deployments (absent: healthy), in one round trip."""
+        ...
+
+    async def record_failure(
+        self,
+        deployment_id: str,
+        *,
+        now: float,
+        allowed_fails: int,
+        window: float,
+        cooldown: float,
+    ) -> DeploymentHealth:
+        """Count one failure; the ``allowed_fails``-th within ``window`` seconds starts a
+        cooldown of ``cooldown`` seconds. Returns the entry as it is afterwards."""
+        ...
+
+    async def claim_probe(self, deployment_id: str, *, now: float, lease: float) -> bool:
+        """Take the half-open probe of a deployment whose cooldown ended: True for exactly one
+        caller until ``lease`` seconds pass or the entry is cleared."""
+        ...
+
+    async def clear_health(self, deployment_id: str) -> None:
+        """Forget the deployment's failures and cooldown (it answered)."""
+        ...
+
+    async def count_call(
+        self,
+        deployment_id: str,
+        *,
+        minute: int,
+        requests: int,
+        tokens: int,
+        rpm: int | None = None,
+        tpm: int | None = None,
+    ) -> bool:
+        """Add to the deployment's counters of ``minute`` (Unix minute). With ``rpm``/``tpm``,
+        only while both counts are below them: False (nothing added) once either is reached."""
+        ...
+
+
+class Store(
+    ResponseStore,
+    ConversationStore,
+    BackgroundStore,
+    LedgerStore,
+    PromptStore,
+    HealthStore,
+    Protocol,
+):
     """Everything the gateway persists."""

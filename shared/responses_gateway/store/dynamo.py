@@ -28,6 +28,7 @@ from responses_gateway.config import ConfigError
 from responses_gateway.store._background import BackgroundTable
 from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
 from responses_gateway.store._conversations import ConversationTable
+from responses_gateway.store._health import HealthTable
 from responses_gateway.store._ledger import LedgerTable
 from responses_gateway.store._prompts import PromptTable
 from responses_gateway.store._responses import ResponseTable
@@ -35,6 +36,7 @@ from responses_gateway.store.base import (
     BudgetLimits,
     Checkpoint,
     Conversation,
+    DeploymentHealth,
     EventRead,
     ItemPage,
     StoredPrompt,
@@ -90,6 +92,8 @@ class DynamoStore:
         self._background = BackgroundTable(db, retention_seconds=retention, clock=clock)
         self._ledger = LedgerTable(db, retention_seconds=retention, clock=clock)
         self._prompts = PromptTable(db)
+        self._health = HealthTable(db)
+        self._clock = clock
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
@@ -265,6 +269,44 @@ class DynamoStore:
 
     async def get_prompt(self, prompt_id: str) -> StoredPrompt | None:
         return await self._prompts.get(prompt_id)
+
+    # Deployment health (routing)
+
+    async def read_health(self, deployment_ids: list[str]) -> dict[str, DeploymentHealth]:
+        return await self._health.read(deployment_ids, self._clock())
+
+    async def record_failure(
+        self,
+        deployment_id: str,
+        *,
+        now: float,
+        allowed_fails: int,
+        window: float,
+        cooldown: float,
+    ) -> DeploymentHealth:
+        return await self._health.record_failure(
+            deployment_id, now=now, allowed_fails=allowed_fails, window=window, cooldown=cooldown
+        )
+
+    async def claim_probe(self, deployment_id: str, *, now: float, lease: float) -> bool:
+        return await self._health.claim_probe(deployment_id, now=now, lease=lease)
+
+    async def clear_health(self, deployment_id: str) -> None:
+        await self._health.clear(deployment_id)
+
+    async def count_call(
+        self,
+        deployment_id: str,
+        *,
+        minute: int,
+        requests: int,
+        tokens: int,
+        rpm: int | None = None,
+        tpm: int | None = None,
+    ) -> bool:
+        return await self._health.count_call(
+            deployment_id, minute=minute, requests=requests, tokens=tokens, rpm=rpm, tpm=tpm
+        )
 
 
 def region_from_env(env: Mapping[str, str]) -> str:

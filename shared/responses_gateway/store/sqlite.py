@@ -34,7 +34,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from responses_gateway.store import _sqlite_prompts
+from responses_gateway.store import _sqlite_health, _sqlite_prompts
 from responses_gateway.store._background import _fencing_version
 from responses_gateway.store._calls import StoreError
 from responses_gateway.store._codec import decode_json, encode_json
@@ -52,6 +52,7 @@ from responses_gateway.store.base import (
     Checkpoint,
     CheckpointConflict,
     Conversation,
+    DeploymentHealth,
     EventRead,
     ItemPage,
     StoredPrompt,
@@ -1296,6 +1297,62 @@ class SqliteStore:
 
     async def get_prompt(self, prompt_id: str) -> StoredPrompt | None:
         return await self._write("get_prompt", _sqlite_prompts.get_prompt, prompt_id)
+
+    # Deployment health (routing): every call goes through the writer, so the tables it
+    # creates on first use never meet a read-only connection.
+
+    async def read_health(self, deployment_ids: list[str]) -> dict[str, DeploymentHealth]:
+        return await self._write(
+            "read_health", _sqlite_health.read_health, deployment_ids, self._clock()
+        )
+
+    async def record_failure(
+        self,
+        deployment_id: str,
+        *,
+        now: float,
+        allowed_fails: int,
+        window: float,
+        cooldown: float,
+    ) -> DeploymentHealth:
+        return await self._write(
+            "record_failure",
+            _sqlite_health.record_failure,
+            deployment_id,
+            now,
+            allowed_fails,
+            window,
+            cooldown,
+        )
+
+    async def claim_probe(self, deployment_id: str, *, now: float, lease: float) -> bool:
+        return await self._write(
+            "claim_probe", _sqlite_health.claim_probe, deployment_id, now, lease
+        )
+
+    async def clear_health(self, deployment_id: str) -> None:
+        await self._write("clear_health", _sqlite_health.clear_health, deployment_id)
+
+    async def count_call(
+        self,
+        deployment_id: str,
+        *,
+        minute: int,
+        requests: int,
+        tokens: int,
+        rpm: int | None = None,
+        tpm: int | None = None,
+    ) -> bool:
+        return await self._write(
+            "count_call",
+            _sqlite_health.count_call,
+            deployment_id,
+            minute,
+            requests,
+            tokens,
+            rpm,
+            tpm,
+        )
 
     def _budget(self, conn: sqlite3.Connection, tenant: str) -> BudgetLimits | None:
         row = conn.execute("SELECT limits FROM budgets WHERE tenant = ?", (tenant,)).fetchone()
