@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
-from responses_gateway.api import conversations, responses, usage
+from responses_gateway.api import console, conversations, responses, usage
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
@@ -160,5 +160,21 @@ def create_app(
     app.include_router(responses.router)
     app.include_router(conversations.router)
     app.include_router(usage.router)
+    app.include_router(console.router)
+
+    @app.get("/console", include_in_schema=False)
+    async def console_root() -> Response:
+        return RedirectResponse("/console/", status_code=308)
+
+    @app.get("/console/{name:path}", include_in_schema=False)
+    async def console_file(name: str) -> Response:
+        from responses_gateway.console import asset  # the console's files load on first use
+
+        found = asset(name or "index.html")
+        if found is None:
+            raise StarletteHTTPException(404, "Not found")
+        body, media = found
+        return Response(body, media_type=media, headers={"cache-control": "no-cache"})
+
     app.add_middleware(EdgeMiddleware)
     return app

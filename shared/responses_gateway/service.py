@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,7 +53,7 @@ from responses_gateway.protocol.request import (
 from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 from responses_gateway.usage.budget import BudgetGuard
-from responses_gateway.usage.ledger import usage_entry
+from responses_gateway.usage.ledger import client_ids as client_ids_of, usage_entry
 
 logger = logging.getLogger(__name__)
 
@@ -271,13 +272,16 @@ class Gateway:
     ) -> None:
         """Add the ended response ``state`` to the usage ledger (idempotent per response id:
         a retried worker or a second ending counts nothing more)."""
+        now = time.time()
         entry = usage_entry(
             state,
             tenant=tenant,
             api_key_id=str(run.get("api_key_id") or ""),
             prices=self.config.prices,
-            ended_at=int(time.time()),
+            ended_at=int(now),
             background=background,
+            log=run.get("log"),
+            ended_ms=int(now * 1000),
         )
         try:
             counted = await self.store.record_usage(entry)
@@ -352,7 +356,14 @@ class Gateway:
             return Context(history=items, conversation_id=conversation_id)
         return Context()
 
-    async def prepare(self, body: Any, tenant: str, *, api_key_id: str = "") -> PreparedRun:
+    async def prepare(
+        self,
+        body: Any,
+        tenant: str,
+        *,
+        api_key_id: str = "",
+        client_headers: Mapping[str, str] | None = None,
+    ) -> PreparedRun:
         """Validate a create body (raw JSON bytes or parsed), load its context, check the
         tenant's budget, build its loop.
 
@@ -360,6 +371,7 @@ class Gateway:
             GatewayError: bad input, unknown model, or a context that does not exist.
             QuotaExceededError: the tenant's budget is spent (nothing was sent upstream).
         """
+        started_ms = int(time.time() * 1000)
         request = parse_create_request(body)
         _reject_unsupported(request)
         if request.background and self.launcher is None:
@@ -418,6 +430,17 @@ class Gateway:
             + prepared.control_items,
             next_action=decide_start(approved, transcript),
         )
+        log = {
+            "provider": provider.name,
+            "wire": adapter.wire,
+            "stored": request.store is not False,
+            "stream": bool(request.stream),
+            "client": client_ids_of(
+                [(request.model_extra or {}).get("client_metadata"), request.metadata],
+                client_headers or {},
+            ),
+            "started_ms": started_ms,
+        }
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
         backends = self._backends(tool_dicts, adapter.wire)
         omitted = hosted_tools_without_backend(
@@ -439,7 +462,11 @@ class Gateway:
             ),
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(
-                tenant, prepared.items, context, request.store is not False, api_key_id
+                tenant,
+                prepared.items,
+                context,
+                request.store is not False,
+                {"api_key_id": api_key_id, "log": log},
             ),
             budget=guard,
             tenant=tenant,
@@ -466,6 +493,7 @@ class Gateway:
             "include_obfuscation": include_obfuscation,
             "generation": 0,
             "compaction": compaction,
+            "log": log,
         }
         return PreparedRun(
             state=state,
@@ -487,16 +515,16 @@ class Gateway:
         input_items: list[dict[str, Any]],
         context: Context,
         store: bool,
-        api_key_id: str | None,
+        run: dict[str, Any] | None,
     ) -> Any:
-        """The ending writer: the record, the conversation append and (``api_key_id`` not None:
-        a foreground loop) the usage ledger entry, written in parallel with the record."""
+        """The ending writer: the record, the conversation append and (``run`` not None: a
+        foreground loop, ``{"api_key_id", "log"}``) the usage ledger and request-log entry,
+        written in parallel with the record."""
 
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
-            if api_key_id is None:
+            if run is None:
                 await write(state, response)
                 return
-            run = {"api_key_id": api_key_id}
             await asyncio.gather(
                 write(state, response),
                 self.record_usage(tenant, run, state, background=False),

@@ -124,4 +124,32 @@ async def test_record_usage_costs_one_round_trip_and_bounded_units(
     await store.record_usage(entry(tenant, "units"))
     units = store.meter.snapshot()["record_usage"]
     assert units.round_trips == 1
-    assert units.write_units == 8  # 4 items of under 1 KB, billed twice in a transaction
+    assert units.write_units == 10  # 5 items of under 1 KB, billed twice in a transaction
+
+
+async def test_request_log_pages_newest_first_per_tenant(store: DynamoStore, tenant: str) -> None:
+    for i in range(5):
+        logged = entry(tenant, f"resp_log{i}", at=T0 + i)
+        logged.extra = {"ended_ms": (T0 + i) * 1000 + 7, "client": {"thread_id": "t1"}}
+        await store.record_usage(logged)
+    await store.record_usage(entry(f"{tenant}-other", "resp_elsewhere"))
+    store.meter.reset()
+    first = await store.list_requests(tenant, limit=2)
+    assert store.meter.snapshot()["list_requests"].round_trips == 1
+    assert [e.response_id for e in first.entries] == ["resp_log4", "resp_log3"]
+    assert first.entries[0].extra["client"] == {"thread_id": "t1"}
+    assert first.entries[0].counts.total_tokens == 15
+    second = await store.list_requests(tenant, before=first.next_cursor, limit=2)
+    assert [e.response_id for e in second.entries] == ["resp_log2", "resp_log1"]
+    last = await store.list_requests(tenant, before=second.next_cursor, limit=2)
+    assert [e.response_id for e in last.entries] == ["resp_log0"]
+    assert last.next_cursor is None
+    assert (await store.list_requests(f"{tenant}-nobody")).entries == []
+
+
+async def test_request_log_without_ms_orders_by_seconds(store: DynamoStore, tenant: str) -> None:
+    await store.record_usage(entry(tenant, "resp_b", at=T0 + 2))
+    await store.record_usage(entry(tenant, "resp_a", at=T0 + 9))
+    page = await store.list_requests(tenant)
+    assert [e.response_id for e in page.entries] == ["resp_a", "resp_b"]
+    assert page.next_cursor is None

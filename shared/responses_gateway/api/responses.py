@@ -62,7 +62,10 @@ async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
     identity = identity_of(request)
     run = await gateway.prepare(
-        await read_body(request), identity.tenant, api_key_id=identity.api_key_id
+        await read_body(request),
+        identity.tenant,
+        api_key_id=identity.api_key_id,
+        client_headers=request.headers,
     )
     timing = timing_of(request)
     if run.background:

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from responses_gateway.usage.records import (
     BudgetLimits,
+    RequestPage,
     TenantSpend,
     UsageBucket,
     UsageCounts,
@@ -35,6 +36,7 @@ __all__ = [
     "EventRead",
     "ItemPage",
     "LedgerStore",
+    "RequestPage",
     "ResponseStore",
     "Store",
     "StoredResponse",
@@ -306,7 +308,22 @@ class LedgerStore(Protocol):
         """Add ``entry.counts`` to its hour row (tenant, model, API key), its tenant's day total
         and its tenant's month total, and store ``entry`` as the response's request-log entry,
         all atomically. Idempotent per ``(tenant, response_id)``: True when this call counted
-        it, False when it had been counted already (nothing changes then)."""
+        it, False when it had been counted already (nothing changes then).
+
+        The same write adds ``entry`` to the tenant's request log for :meth:`list_requests`,
+        ordered by end time (``entry.extra["ended_ms"]`` when it is an int, else
+        ``entry.ended_at * 1000``) then ``response_id``; the log entry expires with the
+        response retention."""
+        ...
+
+    async def list_requests(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> RequestPage:
+        """One page of ``tenant``'s request log, newest first: at most ``limit`` entries
+        recorded by :meth:`record_usage` (strongly consistent, one bounded read). ``before`` is
+        a ``next_cursor`` of an earlier page (opaque, tenant-specific); None starts from the
+        newest. ``next_cursor`` is None when no older entry exists. Entries of other tenants are
+        never returned; expired ones may be left out."""
         ...
 
     async def read_usage(self, start: int, end: int) -> list[UsageBucket]:

@@ -34,6 +34,7 @@ from responses_gateway.store.base import (
     Conversation,
     EventRead,
     ItemPage,
+    RequestPage,
     StoredResponse,
     TenantSpend,
     Terminal,
@@ -226,6 +227,12 @@ class DynamoStore:
 
     async def get_usage_entry(self, tenant: str, response_id: str) -> UsageEntry | None:
         return await self._ledger.get_entry(tenant, response_id)
+
+    async def list_requests(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> RequestPage:
+        """One descending Query of the tenant's log partition (``limit`` items at most)."""
+        return await self._ledger.list_requests(tenant, before=before, limit=limit)
 
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:
         return await self._ledger.spend(tenant, now)

@@ -1,0 +1,162 @@
+"""Routes of ``/v1/console``: the console's reads of the request log, tenant scoped.
+
+Owns who may read which tenant's log (a key reads its own tenant; an operator key, see
+:func:`~responses_gateway.api.usage.require_operator`, reads any tenant through ``?tenant=``),
+the JSON shape of a request-log record, and the filters applied to one page of the log. It reads
+only through :class:`~responses_gateway.store.base.LedgerStore`; it never writes. Stored
+responses, their input items and conversations are read through the public APIs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, Request
+
+from responses_gateway.api.deps import gateway_of, identity_of
+from responses_gateway.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
+from responses_gateway.usage.records import UsageEntry
+
+__all__ = ["FILTERS", "record_json", "router", "scoped_tenant"]
+
+router = APIRouter(prefix="/v1/console")
+
+_MAX_LIMIT = 200
+
+
+def _session_of(record: dict[str, Any]) -> set[str]:
+    client = record.get("client") or {}
+    return {str(value) for value in client.values()}
+
+
+FILTERS: dict[str, Any] = {
+    "model": lambda record, value: record["model"] == value,
+    "status": lambda record, value: record["status"] == value,
+    "api_key_id": lambda record, value: record["api_key_id"] == value,
+    "session": lambda record, value: value in _session_of(record),
+}
+"""Query parameter → predicate over a record (:func:`record_json`); ``session`` matches any of
+the client's ids (session, thread, turn, request or trace id)."""
+
+
+def scoped_tenant(request: Request) -> str:
+    """The tenant whose records a console read returns: ``?tenant=`` for operator keys, the
+    key's own tenant otherwise.
+
+    Raises:
+        AuthenticationError: no valid key (401).
+        PermissionDeniedError: a non-operator key asked for another tenant (403).
+    """
+    identity = identity_of(request)
+    asked = request.query_params.get("tenant") or identity.tenant
+    if asked != identity.tenant and identity.tenant not in gateway_of(request).config.operators:
+        raise PermissionDeniedError(
+            "You have insufficient permissions for this operation: only operator keys read "
+            "other tenants.",
+            code="insufficient_permissions",
+        )
+    return asked
+
+
+def record_json(entry: UsageEntry) -> dict[str, Any]:
+    """A request-log record as the console reads it."""
+    counts = entry.counts
+    return {
+        **entry.extra,
+        "object": "gateway.request",
+        "id": entry.response_id,
+        "tenant": entry.tenant,
+        "ended_at": entry.ended_at,
+        "model": entry.model,
+        "status": entry.status,
+        "api_key_id": entry.api_key_id,
+        "background": entry.background,
+        "usage": {
+            "input_tokens": counts.input_tokens,
+            "cached_tokens": counts.cached_tokens,
+            "output_tokens": counts.output_tokens,
+            "reasoning_tokens": counts.reasoning_tokens,
+            "total_tokens": counts.total_tokens,
+            "model_calls": counts.model_calls,
+            "tool_calls": counts.tool_calls,
+            "cost_usd": format(counts.cost_usd, "f"),
+        },
+    }
+
+
+@router.get("/me")
+async def whoami(request: Request) -> dict[str, Any]:
+    identity = identity_of(request)
+    operators = gateway_of(request).config.operators
+    return {
+        "tenant": identity.tenant,
+        "api_key_id": identity.api_key_id,
+        "operator": identity.tenant in operators,
+    }
+
+
+@router.get("/requests")
+async def list_requests(request: Request) -> dict[str, Any]:
+    tenant = scoped_tenant(request)
+    params = request.query_params
+    try:
+        limit = int(params.get("limit") or 50)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= _MAX_LIMIT:
+        raise InvalidRequestError(
+            f"Invalid 'limit': expected an integer between 1 and {_MAX_LIMIT}.",
+            param="limit",
+            code="invalid_value",
+        )
+    page = await gateway_of(request).store.list_requests(
+        tenant, before=params.get("before") or None, limit=limit
+    )
+    wanted = [(FILTERS[name], params[name]) for name in FILTERS if params.get(name)]
+    data = [record_json(entry) for entry in page.entries]
+    data = [r for r in data if all(match(r, value) for match, value in wanted)]
+    return {
+        "object": "list",
+        "tenant": tenant,
+        "data": data,
+        "next_cursor": page.next_cursor,
+        "has_more": page.next_cursor is not None,
+    }
+
+
+@router.get("/requests/{response_id}")
+async def get_request(request: Request, response_id: str) -> dict[str, Any]:
+    tenant = scoped_tenant(request)
+    entry = await gateway_of(request).store.get_usage_entry(tenant, response_id)
+    if entry is None:
+        raise NotFoundError(f"No request-log record for '{response_id}'.", param="response_id")
+    return record_json(entry)
+
+
+@router.get("/responses/{response_id}")
+async def get_response(request: Request, response_id: str) -> dict[str, Any]:
+    """A response as the timeline page shows it, in one call: the stored record (its response,
+    own input items, chain, conversation; None when not stored) and its request-log record
+    (None while it runs); 404 only when neither exists."""
+    tenant = scoped_tenant(request)
+    store = gateway_of(request).store
+    record, entry = await asyncio.gather(
+        store.get_response(tenant, response_id), store.get_usage_entry(tenant, response_id)
+    )
+    if record is None and entry is None:
+        raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
+    stored = None
+    if record is not None:
+        stored = {
+            "response": record.response,
+            "input_items": record.input_items,
+            "chain": record.chain,
+            "conversation_id": record.conversation_id,
+        }
+    return {
+        "object": "gateway.response_view",
+        "tenant": tenant,
+        "stored": stored,
+        "request": record_json(entry) if entry is not None else None,
+    }

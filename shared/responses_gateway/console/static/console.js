@@ -1,0 +1,304 @@
+// The console's one module: sign-in, hash routing and the pages (Requests, Response, Usage).
+// It only reads through the gateway's API with the key kept in this tab's sessionStorage;
+// it renders text with textContent (never innerHTML of data) and loads nothing from elsewhere.
+
+const KEY = "rg.apiKey";
+const TENANT = "rg.tenant";
+const page = document.getElementById("page");
+const nav = document.getElementById("nav");
+const who = document.getElementById("who");
+const signin = document.getElementById("signin");
+let me = null;
+let tail = null;
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error && body.error.message) || `HTTP ${status}`);
+    this.status = status;
+  }
+}
+
+async function api(path, params = {}) {
+  const url = new URL(path, location.origin);
+  for (const [k, v] of Object.entries(params)) if (v) url.searchParams.set(k, v);
+  const answer = await fetch(url, { headers: { authorization: `Bearer ${sessionStorage.getItem(KEY)}` } });
+  const body = await answer.json().catch(() => null);
+  if (!answer.ok) throw new ApiError(answer.status, body);
+  return body;
+}
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const child of children.flat(Infinity)) {
+    if (child !== null && child !== undefined) node.append(child);
+  }
+  return node;
+}
+
+const utc = (seconds) => new Date(seconds * 1000).toISOString().replace("T", " ").slice(0, 19) + " UTC";
+const tenantParam = () => (me && me.operator ? sessionStorage.getItem(TENANT) || me.tenant : undefined);
+const clientId = (r) => {
+  const c = r.client || {};
+  return c.thread_id || c.session_id || c.trace_id || c.client_request_id || "";
+};
+
+function show(...nodes) {
+  if (tail) { clearInterval(tail); tail = null; }
+  page.replaceChildren(...nodes);
+}
+
+function failure(err) {
+  if (err instanceof ApiError && err.status === 401) { signOut(); return; }
+  show(el("p", { class: "error", role: "alert", text: err.message }));
+}
+
+// --- Requests -------------------------------------------------------------------------------
+
+const COLUMNS = [
+  ["Time (UTC)", (r) => utc(r.ended_at)],
+  ["Model", (r) => r.model],
+  ["Status", (r) => r.status],
+  ["Wire", (r) => `${r.provider || ""}/${r.wire || ""}`, "wide"],
+  ["Duration ms", (r) => (r.duration_ms ?? ""), "num"],
+  ["Tokens", (r) => String(r.usage.total_tokens), "num"],
+  ["Tools gw/client", (r) => `${r.usage.tool_calls}/${r.client_tool_calls ?? 0}`, "num"],
+  ["Key", (r) => r.api_key_id, "wide"],
+  ["Client id", clientId, "wide"],
+  ["Error", (r) => r.error_code || r.incomplete_reason || "", "wide"],
+];
+
+function requestRow(r) {
+  const link = el("a", { href: `#/response/${encodeURIComponent(r.id)}`, text: r.id });
+  const cells = COLUMNS.map(([, value, cls]) => {
+    const text = value(r);
+    const extra = cls === "num" ? "num" : cls || "";
+    const status = value === COLUMNS[2][1] ? ` status-${text}` : "";
+    return el("td", { class: (extra + status).trim() || null, text });
+  });
+  return el("tr", { "data-id": r.id }, el("td", {}, link), cells, el("td", { text: r.stored ? "yes" : "no" }));
+}
+
+async function requestsPage(query) {
+  const filters = Object.fromEntries(query);
+  const form = el("form", { class: "filters", role: "search", "aria-label": "Filter requests" });
+  const field = (name, label) => el("label", {}, label, el("input", { name, value: filters[name] || "", size: 16 }));
+  form.append(field("model", "Model"), field("status", "Status"), field("api_key_id", "Key id"),
+    field("session", "Client session / thread"));
+  if (me.operator) form.append(field("tenant", "Tenant"));
+  const live = el("input", { type: "checkbox", id: "live" });
+  form.append(el("button", { type: "submit", text: "Apply" }),
+    el("label", { class: "inline" }, live, " Live tail"));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    if (me.operator) sessionStorage.setItem(TENANT, data.get("tenant") || me.tenant);
+    data.delete("tenant");
+    const params = new URLSearchParams([...data].filter(([, v]) => v));
+    location.hash = `#/requests?${params}`;
+  });
+  if (me.operator) form.querySelector("[name=tenant]").value = tenantParam();
+  const body = el("tbody");
+  const table = el("table", { "aria-label": "Requests, newest first" },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Response" }),
+      COLUMNS.map(([label, , cls]) => el("th", { scope: "col", class: cls || null, text: label })),
+      el("th", { scope: "col", text: "Stored" }))), body);
+  const more = el("button", { type: "button", text: "Older", hidden: true });
+  const count = el("p", { class: "muted", id: "request-count" });
+  show(el("h2", { text: "Requests" }), form, count, el("div", { class: "table-wrap" }, table), more);
+  const params = { ...filters, tenant: tenantParam(), limit: "100" };
+  let cursor = null;
+  const seen = new Set();
+  const load = async (before, prepend) => {
+    const answer = await api("/v1/console/requests", { ...params, before });
+    const rows = answer.data.filter((r) => !seen.has(r.id));
+    rows.forEach((r) => seen.add(r.id));
+    if (prepend) body.prepend(...rows.map(requestRow));
+    else body.append(...rows.map(requestRow));
+    if (!prepend) { cursor = answer.next_cursor; more.hidden = !cursor; }
+    count.textContent = `${seen.size} request${seen.size === 1 ? "" : "s"} shown (tenant ${answer.tenant})`;
+  };
+  more.addEventListener("click", () => load(cursor, false).catch(failure));
+  live.addEventListener("change", () => {
+    if (tail) { clearInterval(tail); tail = null; }
+    if (live.checked) tail = setInterval(() => load(undefined, true).catch(failure), 2000);
+  });
+  await load(undefined, false);
+  page.dataset.ready = "requests";
+}
+
+// --- Response timeline ----------------------------------------------------------------------
+
+const text = (value) => (typeof value === "string" ? value : JSON.stringify(value, null, 2));
+
+function contentText(content) {
+  if (typeof content === "string") return content;
+  return (content || []).map((part) => part.text ?? part.refusal ?? `[${part.type}]`).join("\n");
+}
+
+const STEPS = {
+  message: (i) => [`${i.role} message`, contentText(i.content)],
+  reasoning: (i) => ["reasoning", (i.summary || []).map((s) => s.text).join("\n") || "(encrypted)"],
+  function_call: (i) => [`tool call ${i.name}`, i.arguments],
+  function_call_output: (i) => [`tool output ${i.call_id}`, text(i.output)],
+  custom_tool_call: (i) => [`tool call ${i.name}`, i.input],
+  custom_tool_call_output: (i) => [`tool output ${i.call_id}`, text(i.output)],
+  mcp_list_tools: (i) => [`MCP listing ${i.server_label}`, (i.tools || []).map((t) => t.name).join(", ")],
+  mcp_approval_request: (i) => [`approval requested ${i.server_label}.${i.name}`, i.arguments],
+  mcp_approval_response: (i) => [`approval ${i.approve ? "granted" : "denied"}`, i.approval_request_id],
+  mcp_call: (i) => [`MCP call ${i.server_label}.${i.name}`, `${i.arguments}\n→ ${i.error ? `error: ${text(i.error)}` : i.output}`],
+  web_search_call: (i) => ["web search", text(i.action || {})],
+  compaction: () => ["compaction", "(earlier context summarized)"],
+};
+
+function step(item, side) {
+  const describe = STEPS[item.type] || ((i) => [i.type, text(i)]);
+  const [kind, detail] = describe(item);
+  return el("li", { "data-type": item.type, "data-side": side },
+    el("span", { class: "step-kind", text: kind }),
+    el("span", { class: "step-side", text: side }),
+    detail ? el("pre", { text: detail }) : null);
+}
+
+function facts(pairs) {
+  return el("dl", { class: "facts" }, pairs.filter(([, v]) => v !== undefined && v !== null && v !== "")
+    .map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v instanceof Node ? v : String(v))]));
+}
+
+async function responsePage(id) {
+  const view = await api(`/v1/console/responses/${encodeURIComponent(id)}`, { tenant: tenantParam() });
+  const stored = view.stored;
+  const record = view.request;
+  const r = stored ? stored.response : {};
+  const usage = (record && record.usage) || {};
+  const prev = r.previous_response_id;
+  const parts = [el("h2", { text: `Response ${id}` }), facts([
+    ["Status", r.status || (record && record.status)],
+    ["Model", r.model || (record && record.model)],
+    ["Created (UTC)", r.created_at ? utc(r.created_at) : undefined],
+    ["Duration ms", record && record.duration_ms],
+    ["Model calls", usage.model_calls],
+    ["Tokens in/out", usage.total_tokens !== undefined ? `${usage.input_tokens}/${usage.output_tokens}` : undefined],
+    ["Client id", record ? clientId(record) : undefined],
+    ["Previous", prev ? el("a", { href: `#/response/${encodeURIComponent(prev)}`, text: prev }) : undefined],
+    ["Conversation", stored && stored.conversation_id],
+  ])];
+  if (stored && stored.chain.length) {
+    parts.push(el("h3", { text: "Chain (oldest first)" }), el("ol", {}, stored.chain.map((c) =>
+      el("li", {}, el("a", { href: `#/response/${encodeURIComponent(c)}`, text: c })))));
+  }
+  if (!stored) {
+    parts.push(el("p", { class: "muted", text: "Not stored (store: false): only the request-log record exists." }));
+  } else {
+    parts.push(el("h3", { text: "Timeline" }), el("ol", { class: "timeline", "aria-label": "Agent loop timeline" },
+      stored.input_items.map((i) => step(i, "input")), (r.output || []).map((i) => step(i, "output"))));
+  }
+  show(...parts);
+  page.dataset.ready = "response";
+}
+
+// --- Usage ----------------------------------------------------------------------------------
+
+let chartLibrary = null;
+function loadChartLibrary() {  // uPlot (vendored, one file) loads the first time a chart shows
+  chartLibrary ??= new Promise((resolve, reject) => {
+    const script = el("script", { src: "uPlot.iife.min.js" });
+    script.addEventListener("load", () => resolve(window.uPlot));
+    script.addEventListener("error", () => reject(new Error("could not load the chart library")));
+    document.head.append(script);
+  });
+  return chartLibrary;
+}
+
+async function usagePage() {
+  if (!me.operator) {
+    show(el("h2", { text: "Usage" }), el("p", { text: "The usage report needs an operator key." }));
+    page.dataset.ready = "usage";
+    return;
+  }
+  const days = 7;
+  const start = Math.floor(Date.now() / 86400000) * 86400 - (days - 1) * 86400;
+  const [uPlot, answer] = await Promise.all([loadChartLibrary(), api("/v1/organization/usage/completions",
+    { start_time: String(start), bucket_width: "1d", group_by: "model", limit: String(days) })]);
+  const models = [...new Set(answer.data.flatMap((b) => b.results.map((x) => x.model)))].sort();
+  const xs = answer.data.map((b) => b.start_time);
+  const series = models.map((m) => answer.data.map((b) => b.results.filter((x) => x.model === m)
+    .reduce((s, x) => s + x.input_tokens + x.output_tokens, 0)));
+  const totals = answer.data.flatMap((b) => b.results).reduce((t, x) => ({
+    input: t.input + x.input_tokens, output: t.output + x.output_tokens, requests: t.requests + x.num_model_requests,
+  }), { input: 0, output: 0, requests: 0 });
+  const chart = el("div", { class: "chart", role: "img", "aria-label": "Tokens per UTC day by model" });
+  const body = el("tbody", {}, models.map((m, i) => el("tr", {}, el("td", { text: m }),
+    el("td", { class: "num", text: String(series[i].reduce((a, b) => a + b, 0)) }))));
+  show(el("h2", { text: "Usage (UTC days)" }), facts([
+    ["Input tokens", totals.input], ["Output tokens", totals.output], ["Model requests", totals.requests],
+  ]), chart, el("table", { "aria-label": "Tokens by model" },
+    el("thead", {}, el("tr", {}, el("th", { scope: "col", text: "Model" }), el("th", { scope: "col", class: "num", text: "Tokens" }))), body));
+  const palette = ["#0b5cad", "#1a7f37", "#9a6700", "#b42318", "#8250df", "#57606a"];
+  const width = Math.min(900, page.clientWidth || 600);
+  new uPlot({
+    width, height: 260, tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
+    series: [{}, ...models.map((m, i) => ({ label: m, stroke: palette[i % palette.length], width: 2 }))],
+    axes: [{}, { size: 60 }],
+  }, [xs, ...series], chart);
+  page.dataset.ready = "usage";
+}
+
+// --- Router and sign-in ---------------------------------------------------------------------
+
+const ROUTES = [
+  [/^#\/requests(?:\?(.*))?$/, (m) => requestsPage(new URLSearchParams(m[1] || "")), "requests"],
+  [/^#\/response\/([^?]+)$/, (m) => responsePage(decodeURIComponent(m[1])), "requests"],
+  [/^#\/usage$/, () => usagePage(), "usage"],
+];
+
+async function route() {
+  if (!sessionStorage.getItem(KEY)) { signOut(); return; }
+  if (!me) {
+    try { me = await api("/v1/console/me"); } catch (err) { signOut(err.message); return; }
+  }
+  signin.hidden = true;
+  nav.hidden = false;
+  who.replaceChildren(`tenant ${me.tenant}${me.operator ? " (operator)" : ""} `,
+    el("button", { type: "button", text: "Sign out", onclick: () => signOut() }));
+  const hash = location.hash || "#/requests";
+  delete page.dataset.ready;
+  for (const [pattern, render, tab] of ROUTES) {
+    const match = hash.match(pattern);
+    if (match) {
+      for (const a of nav.querySelectorAll("a")) {
+        if (a.dataset.page === tab) a.setAttribute("aria-current", "page");
+        else a.removeAttribute("aria-current");
+      }
+      await render(match).catch(failure);
+      return;
+    }
+  }
+  location.hash = "#/requests";
+}
+
+function signOut(message) {
+  sessionStorage.removeItem(KEY);
+  sessionStorage.removeItem(TENANT);
+  me = null;
+  show();
+  nav.hidden = true;
+  who.replaceChildren();
+  signin.hidden = false;
+  document.getElementById("signin-error").textContent = message || "";
+}
+
+document.getElementById("signin-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const input = document.getElementById("api-key");
+  sessionStorage.setItem(KEY, input.value.trim());
+  input.value = "";
+  route();
+});
+window.addEventListener("hashchange", route);
+route();

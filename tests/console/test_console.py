@@ -1,0 +1,214 @@
+"""The console in a real Chromium against the served gateway and the scripted upstream.
+
+Each test makes traffic with real clients (the official SDK, or raw HTTP shaped like Codex),
+then drives the console and asserts what the page shows; every page is screenshotted to
+``tests/artifacts/`` and no test may log a console error (checked by the ``console`` fixture).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import openai
+import pytest
+
+from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
+from responses_gateway.testing.script import ToolCall, Turn, Usage
+
+from .conftest import KEYS, MODEL, OTHER_MODEL, ConsoleStack
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+@pytest.fixture(scope="module")
+def calc() -> Iterator[RunningMcpServer]:
+    with start_mcp_server("calc") as server:
+        yield server
+
+
+def _client(stack: ConsoleStack, who: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{stack.gateway.url}/v1", api_key=KEYS[who], max_retries=0)
+
+
+def _codex_turn(stack: ConsoleStack, thread: str, turn: str) -> list[dict[str, Any]]:
+    """One Codex-shaped turn: streamed, ``store: false``, ids in ``client_metadata`` and headers."""
+    body = {
+        "model": MODEL,
+        "stream": True,
+        "store": False,
+        "input": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hi"}],
+            }
+        ],
+        "include": ["reasoning.encrypted_content"],
+        "tool_choice": "auto",
+        "prompt_cache_key": thread,
+        "client_metadata": {"session_id": thread, "thread_id": thread, "turn_id": turn},
+    }
+    headers = {"session-id": thread, "thread-id": thread, "originator": "codex_exec"}
+    with (
+        stack.http("alpha") as http,
+        http.stream("POST", "/v1/responses", json=body, headers=headers) as answer,
+    ):
+        assert answer.status_code == 200
+        events = [json.loads(line[6:]) for line in answer.iter_lines() if line.startswith("data: ")]
+    assert events[-1]["type"] == "response.completed"
+    return events
+
+
+def test_codex_store_false_session_shows_in_requests_under_its_thread_id(
+    stack: ConsoleStack, console: Any
+) -> None:
+    thread = f"thr-{uuid.uuid4().hex[:10]}"
+    stack.upstream.push(
+        Turn(text="hello", usage=Usage(12, 3)), Turn(text="again", usage=Usage(20, 4))
+    )
+    first = _codex_turn(stack, thread, "turn-1")[-1]["response"]["id"]
+    second = _codex_turn(stack, thread, "turn-2")[-1]["response"]["id"]
+
+    tab = console("alpha")
+    tab.open(f"#/requests?session={thread}")
+    tab.wait_ready("requests")
+    rows = tab.page.locator("tbody tr")
+    assert [rows.nth(i).get_attribute("data-id") for i in range(rows.count())] == [second, first]
+    cells = rows.nth(0).locator("td").all_inner_texts()
+    assert cells[0] == second
+    assert cells[2:4] == [MODEL, "completed"]
+    assert cells[4] == "chat/chat" and cells[6] == "24"  # provider/wire, 20 + 4 tokens
+    assert cells[9] == thread and cells[-1] == "no"
+    tab.shot("requests")
+
+    tab.open(f"#/response/{first}")
+    tab.wait_ready("response")
+    assert "Not stored" in tab.page.inner_text("#page")
+    assert thread in tab.page.inner_text("dl.facts")
+    tab.shot("response-not-stored")
+
+    phone = console("alpha", width=390, height=844)
+    phone.open(f"#/requests?session={thread}")
+    phone.wait_ready("requests")
+    assert phone.page.locator("tbody tr").count() == 2
+    width = phone.page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390 + 1  # the table scrolls inside its wrapper, the page does not
+    phone.shot("requests-phone")
+
+
+def test_mcp_loop_with_approval_is_a_timeline_in_order(
+    stack: ConsoleStack, console: Any, calc: RunningMcpServer
+) -> None:
+    tool = {"type": "mcp", "server_label": "calc", "server_url": calc.url}
+    stack.upstream.push(
+        Turn(tool_calls=[ToolCall("calc__add", '{"a":5,"b":5}', "call_1")], usage=Usage(30, 5)),
+        Turn(text="It is 10.", usage=Usage(40, 4)),
+    )
+    client = _client(stack, "alpha")
+    first = client.responses.create(model=MODEL, input="5+5", tools=[tool])  # type: ignore[list-item]
+    request = first.output[1]
+    approval = {"type": "mcp_approval_response", "approval_request_id": request.id, "approve": True}
+    second = client.responses.create(
+        model=MODEL,
+        input=[approval],  # type: ignore[list-item]
+        tools=[tool],  # type: ignore[list-item]
+        previous_response_id=first.id,
+    )
+    assert [i.type for i in second.output] == ["mcp_call", "message"]
+
+    tab = console("alpha")
+    tab.open(f"#/response/{first.id}")
+    tab.wait_ready("response")
+    steps = tab.page.locator("ol.timeline > li")
+    assert [steps.nth(i).get_attribute("data-type") for i in range(steps.count())] == [
+        "message",
+        "mcp_list_tools",
+        "mcp_approval_request",
+    ]
+    assert "approval requested calc.add" in steps.nth(2).inner_text()
+
+    tab.open(f"#/response/{second.id}")
+    tab.wait_ready("response")
+    steps = tab.page.locator("ol.timeline > li")
+    assert [
+        (steps.nth(i).get_attribute("data-type"), steps.nth(i).get_attribute("data-side"))
+        for i in range(steps.count())
+    ] == [
+        ("mcp_approval_response", "input"),
+        ("mcp_call", "output"),
+        ("message", "output"),
+    ]
+    assert "10.0" in steps.nth(1).inner_text() and "It is 10." in steps.nth(2).inner_text()
+    facts = tab.page.inner_text("dl.facts")
+    assert "Model calls\n1" in facts and "40/4" in facts
+    path = tab.shot("timeline")
+    DOCS.mkdir(exist_ok=True)
+    shutil.copyfile(path, DOCS / "console-timeline.png")
+
+    tab.page.click(f'dl.facts a[href="#/response/{first.id}"]')  # walk the chain back
+    tab.page.wait_for_selector('ol.timeline > li[data-type="mcp_approval_request"]')
+
+
+def test_a_tenant_key_sees_only_its_tenant(stack: ConsoleStack, console: Any) -> None:
+    stack.upstream.push(
+        Turn(text="for alpha", usage=Usage(5, 1)), Turn(text="for beta", usage=Usage(6, 1))
+    )
+    mine = _client(stack, "alpha").responses.create(model=MODEL, input="a")
+    theirs = _client(stack, "beta").responses.create(model=OTHER_MODEL, input="b")
+
+    beta = console("beta")
+    ids = beta.page.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+    assert theirs.id in ids and mine.id not in ids
+    assert "tenant beta" in beta.page.inner_text("#request-count")
+    beta.shot("requests-tenant")
+    with stack.http("beta") as http:
+        denied = http.get("/v1/console/requests", params={"tenant": "alpha"})
+        assert denied.status_code == 403
+        assert denied.json()["error"]["code"] == "insufficient_permissions"
+        assert http.get(f"/v1/console/responses/{mine.id}").status_code == 404
+
+    ops = console("ops")
+    ops.page.fill("input[name=tenant]", "alpha")
+    ops.page.click("form.filters button[type=submit]")
+    ops.page.wait_for_selector(f'tbody tr[data-id="{mine.id}"]')
+    assert theirs.id not in ops.page.locator("tbody tr").evaluate_all(
+        "rows => rows.map(r => r.dataset.id)"
+    )
+
+
+def test_usage_page_totals_equal_the_usage_api(stack: ConsoleStack, console: Any) -> None:
+    stack.upstream.push(Turn(text="u", usage=Usage(7, 2)))
+    _client(stack, "beta").responses.create(model=MODEL, input="u")
+    tab = console("ops")
+    tab.open("#/usage")
+    tab.wait_ready("usage")
+    shown = dict(
+        zip(
+            tab.page.locator("dl.facts dt").all_inner_texts(),
+            tab.page.locator("dl.facts dd").all_inner_texts(),
+            strict=True,
+        )
+    )
+    start = tab.page.evaluate("Math.floor(Date.now() / 86400000) * 86400 - 6 * 86400")
+    with stack.http("ops") as http:
+        page = http.get(
+            "/v1/organization/usage/completions",
+            params={"start_time": start, "bucket_width": "1d", "limit": 7},
+        ).json()
+    results = [r for bucket in page["data"] for r in bucket["results"]]
+    assert int(shown["Input tokens"]) == sum(r["input_tokens"] for r in results) > 0
+    assert int(shown["Output tokens"]) == sum(r["output_tokens"] for r in results)
+    assert int(shown["Model requests"]) == sum(r["num_model_requests"] for r in results)
+    assert tab.page.locator(".chart canvas").count() == 1
+    tab.shot("usage")
+
+    beta = console("beta")
+    beta.open("#/usage")
+    beta.wait_ready("usage")
+    assert "needs an operator key" in beta.page.inner_text("#page")
