@@ -21,7 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
-from responses_gateway.api import console, conversations, responses, usage
+from responses_gateway.api import console, conversations, responses, traces, usage
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
@@ -161,6 +161,7 @@ def create_app(
     app.include_router(conversations.router)
     app.include_router(usage.router)
     app.include_router(console.router)
+    app.include_router(traces.router)
 
     @app.get("/console", include_in_schema=False)
     async def console_root() -> Response:

@@ -7,10 +7,12 @@ then drives the console and asserts what the page shows; every page is screensho
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -212,3 +214,71 @@ def test_usage_page_totals_equal_the_usage_api(stack: ConsoleStack, console: Any
     beta.open("#/usage")
     beta.wait_ready("usage")
     assert "needs an operator key" in beta.page.inner_text("#page")
+
+
+def test_agents_run_traced_to_the_gateway_shows_a_waterfall_with_model_io(
+    stack: ConsoleStack, console: Any
+) -> None:
+    from agents import (
+        Agent,
+        OpenAIResponsesModel,
+        Runner,
+        function_tool,
+        set_trace_processors,
+        set_tracing_export_api_key,
+    )
+    from agents.tracing import flush_traces
+    from agents.tracing.processors import default_exporter, default_processor
+    from openai import AsyncOpenAI
+
+    @function_tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    stack.upstream.push(
+        Turn(tool_calls=[ToolCall("add", '{"a":2,"b":3}', "call_1")], usage=Usage(21, 6)),
+        Turn(text="The sum is 5.", usage=Usage(33, 5)),
+    )
+    exporter = default_exporter()
+    endpoint = exporter.endpoint
+    set_trace_processors([default_processor()])
+    set_tracing_export_api_key(KEYS["alpha"])
+    exporter.endpoint = f"{stack.gateway.url}/v1/traces/ingest"
+    client = AsyncOpenAI(base_url=f"{stack.gateway.url}/v1", api_key=KEYS["alpha"], max_retries=0)
+    agent = Agent(
+        name="Adder",
+        instructions="Add numbers with the tool.",
+        tools=[add],
+        model=OpenAIResponsesModel(model=MODEL, openai_client=client),
+    )
+    try:  # in a thread of its own: Playwright's sync driver owns this thread's event loop
+        with ThreadPoolExecutor(1) as pool:
+            result = pool.submit(asyncio.run, Runner.run(agent, "What is 2+3?")).result()
+        flush_traces()
+    finally:
+        exporter.endpoint = endpoint
+        exporter.set_api_key("")
+    assert result.final_output == "The sum is 5."
+    with stack.http("alpha") as http:
+        newest = http.get("/v1/console/traces", params={"limit": 1}).json()["data"][0]
+    trace_id = newest["id"]
+    assert newest["workflow_name"] == "Agent workflow"
+
+    tab = console("alpha")
+    tab.open("#/traces")
+    tab.wait_ready("traces")
+    tab.page.click(f'a[href="#/trace/{trace_id}"]')
+    tab.wait_ready("trace")
+    kinds = tab.page.locator("ol.waterfall > li").evaluate_all(
+        "rows => rows.map(r => r.dataset.type)"
+    )
+    assert [k for k in kinds if k != "custom"] == ["agent", "response", "function", "response"]
+    responses = tab.page.locator('ol.waterfall > li[data-type="response"]')
+    first, second = responses.nth(0).inner_text(), responses.nth(1).inner_text()
+    assert "What is 2+3?" in first and "tool call add" in first  # the model call's input, output
+    assert "tool output call_1" in second and "The sum is 5." in second
+    assert "5" in tab.page.locator('li[data-type="function"] pre').inner_text()
+    tab.shot("trace")
+    with stack.http("beta") as http:
+        assert http.get(f"/v1/console/traces/{trace_id}").status_code == 404

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
-from responses_gateway.api import console, conversations, responses, usage
+from responses_gateway.api import console, conversations, responses, traces, usage
 from responses_gateway.store.table import TABLE_DEFINITION, TTL_ATTRIBUTE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,13 @@ def _routes(cfn: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def _app_routes() -> set[tuple[str, str]]:
     return {
         (method, route.path)
-        for router in (responses.router, conversations.router, usage.router, console.router)
+        for router in (
+            responses.router,
+            conversations.router,
+            usage.router,
+            console.router,
+            traces.router,
+        )
         for route in router.routes
         if isinstance(route, APIRoute)
         for method in route.methods or ()

@@ -23,6 +23,22 @@ __all__ = ["FILTERS", "record_json", "router", "scoped_tenant"]
 router = APIRouter(prefix="/v1/console")
 
 _MAX_LIMIT = 200
+_MAX_JOINED = 100
+"""Most responses a trace read joins to its spans."""
+
+
+def _limit(request: Request) -> int:
+    try:
+        limit = int(request.query_params.get("limit") or 50)
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= _MAX_LIMIT:
+        raise InvalidRequestError(
+            f"Invalid 'limit': expected an integer between 1 and {_MAX_LIMIT}.",
+            param="limit",
+            code="invalid_value",
+        )
+    return limit
 
 
 def _session_of(record: dict[str, Any]) -> set[str]:
@@ -100,16 +116,7 @@ async def whoami(request: Request) -> dict[str, Any]:
 async def list_requests(request: Request) -> dict[str, Any]:
     tenant = scoped_tenant(request)
     params = request.query_params
-    try:
-        limit = int(params.get("limit") or 50)
-    except ValueError:
-        limit = 0
-    if not 1 <= limit <= _MAX_LIMIT:
-        raise InvalidRequestError(
-            f"Invalid 'limit': expected an integer between 1 and {_MAX_LIMIT}.",
-            param="limit",
-            code="invalid_value",
-        )
+    limit = _limit(request)
     page = await gateway_of(request).store.list_requests(
         tenant, before=params.get("before") or None, limit=limit
     )
@@ -160,3 +167,51 @@ async def get_response(request: Request, response_id: str) -> dict[str, Any]:
         "stored": stored,
         "request": record_json(entry) if entry is not None else None,
     }
+
+
+@router.get("/traces")
+async def list_traces(request: Request) -> dict[str, Any]:
+    tenant = scoped_tenant(request)
+    page = await gateway_of(request).store.list_traces(
+        tenant, before=request.query_params.get("before") or None, limit=_limit(request)
+    )
+    return {
+        "object": "list",
+        "tenant": tenant,
+        "data": page.traces,
+        "next_cursor": page.next_cursor,
+        "has_more": page.next_cursor is not None,
+    }
+
+
+@router.get("/traces/{trace_id}")
+async def get_trace(request: Request, trace_id: str) -> dict[str, Any]:
+    """A trace with its spans; each ``response`` span whose response the gateway served gains
+    ``gateway``: the stored input items and output, or the request-log record when not stored."""
+    tenant = scoped_tenant(request)
+    store = gateway_of(request).store
+    trace, spans = await store.get_trace(tenant, trace_id)
+    if trace is None and not spans:
+        raise NotFoundError(f"Trace with id '{trace_id}' not found.", param="trace_id")
+    ids = list(
+        dict.fromkeys(
+            str(rid) for span in spans if (rid := (span.get("span_data") or {}).get("response_id"))
+        )
+    )[:_MAX_JOINED]
+    records = {r.id: r for r in await store.get_responses(tenant, ids)}
+    missing = [rid for rid in ids if rid not in records]
+    entries = await asyncio.gather(*(store.get_usage_entry(tenant, rid) for rid in missing))
+    logged = {rid: e for rid, e in zip(missing, entries, strict=True) if e is not None}
+    for span in spans:
+        rid = (span.get("span_data") or {}).get("response_id")
+        if rid in records:
+            record = records[rid]
+            span["gateway"] = {
+                "input_items": record.input_items,
+                "output": record.output,
+                "status": record.status,
+                "usage": record.response.get("usage"),
+            }
+        elif rid in logged:
+            span["gateway"] = {"request": record_json(logged[rid])}
+    return {"object": "gateway.trace", "tenant": tenant, "trace": trace, "spans": spans}

@@ -42,6 +42,8 @@ __all__ = [
     "StoredResponse",
     "Terminal",
     "TenantSpend",
+    "TracePage",
+    "TraceStore",
     "UsageBucket",
     "UsageCounts",
     "UsageEntry",
@@ -349,5 +351,44 @@ class LedgerStore(Protocol):
         ...
 
 
-class Store(ResponseStore, ConversationStore, BackgroundStore, LedgerStore, Protocol):
+@dataclass(slots=True)
+class TracePage:
+    """One page of a tenant's traces, most recently received first."""
+
+    traces: list[dict[str, Any]]
+    """Summaries: ``{"id", "workflow_name", "group_id", "received_ms"}``."""
+    next_cursor: str | None = None
+    """Pass as ``before`` to read the next (older) page; None on the last page."""
+
+
+class TraceStore(Protocol):
+    """Agent traces and spans as the agents SDK's exporter sends them (``{"object": "trace"}``
+    and ``{"object": "trace.span"}`` dicts), tenant scoped, kept for the response retention."""
+
+    async def put_traces(
+        self, tenant: str, traces: list[dict[str, Any]], spans: list[dict[str, Any]]
+    ) -> None:
+        """Store exported objects (each trace has an ``id``; each span an ``id`` and a
+        ``trace_id``). Writing an object again replaces it. Spans may come before their trace.
+        A trace enters the tenant's trace list when its trace object is written (again: listed
+        again, newest first). Spans larger than the backend can hold keep their ids, times and
+        ``span_data.type``/``name``/``response_id`` and gain ``span_data.truncated: true``."""
+        ...
+
+    async def list_traces(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> TracePage:
+        """One page of the tenant's traces, most recently received first (one bounded read);
+        ``before`` is an earlier page's ``next_cursor``."""
+        ...
+
+    async def get_trace(
+        self, tenant: str, trace_id: str
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """The trace object (None if only spans arrived, or none) and its spans ordered by
+        ``started_at`` then ``id``; ``(None, [])`` when nothing is stored."""
+        ...
+
+
+class Store(ResponseStore, ConversationStore, BackgroundStore, LedgerStore, TraceStore, Protocol):
     """Everything the gateway persists."""

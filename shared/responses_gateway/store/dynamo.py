@@ -28,6 +28,7 @@ from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
 from responses_gateway.store._conversations import ConversationTable
 from responses_gateway.store._ledger import LedgerTable
 from responses_gateway.store._responses import ResponseTable
+from responses_gateway.store._traces import TraceTable
 from responses_gateway.store.base import (
     BudgetLimits,
     Checkpoint,
@@ -38,6 +39,7 @@ from responses_gateway.store.base import (
     StoredResponse,
     TenantSpend,
     Terminal,
+    TracePage,
     UsageBucket,
     UsageEntry,
 )
@@ -79,6 +81,7 @@ class DynamoStore:
         self._conversations = ConversationTable(db, retention_seconds=retention, clock=clock)
         self._background = BackgroundTable(db, retention_seconds=retention, clock=clock)
         self._ledger = LedgerTable(db, retention_seconds=retention, clock=clock)
+        self._traces = TraceTable(db, retention_seconds=retention, clock=clock)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
@@ -242,6 +245,26 @@ class DynamoStore:
 
     async def get_budget(self, tenant: str) -> BudgetLimits | None:
         return await self._ledger.get_limits(tenant)
+
+    # Agent traces
+
+    async def put_traces(
+        self, tenant: str, traces: list[dict[str, Any]], spans: list[dict[str, Any]]
+    ) -> None:
+        """BatchWriteItem: two items per trace (record, index), one per span."""
+        await self._traces.put(tenant, traces, spans)
+
+    async def list_traces(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> TracePage:
+        """One descending Query of the tenant's trace index."""
+        return await self._traces.page(tenant, before=before, limit=limit)
+
+    async def get_trace(
+        self, tenant: str, trace_id: str
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """One Query of the trace's partition (pages followed)."""
+        return await self._traces.get(tenant, trace_id)
 
 
 def _region(env: Mapping[str, str]) -> str:

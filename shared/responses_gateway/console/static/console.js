@@ -202,6 +202,62 @@ async function responsePage(id) {
   page.dataset.ready = "response";
 }
 
+// --- Traces -------------------------------------------------------------------------------
+
+async function tracesPage() {
+  const answer = await api("/v1/console/traces", { tenant: tenantParam(), limit: "100" });
+  const rows = answer.data.map((t) => el("tr", { "data-id": t.id },
+    el("td", {}, el("a", { href: `#/trace/${encodeURIComponent(t.id)}`, text: t.id })),
+    el("td", { text: t.workflow_name || "" }),
+    el("td", { text: t.group_id || "", class: "wide" }),
+    el("td", { text: utc(Math.floor(t.received_ms / 1000)) })));
+  show(el("h2", { text: "Traces" }), el("div", { class: "table-wrap" },
+    el("table", { "aria-label": "Traces, newest first" }, el("thead", {}, el("tr", {},
+      ["Trace", "Workflow", "Group", "Received (UTC)"].map((h) => el("th", { scope: "col", text: h })))),
+    el("tbody", {}, rows))));
+  page.dataset.ready = "traces";
+}
+
+const spanName = (s) => {
+  const d = s.span_data || {};
+  return `${d.type || "span"}${d.name ? ` ${d.name}` : ""}${d.response_id ? ` ${d.response_id}` : ""}`;
+};
+
+function spanDetail(s) {
+  const d = s.span_data || {};
+  const g = s.gateway;
+  if (g && g.input_items) {
+    return el("div", { class: "joined" },
+      el("p", { class: "muted", text: "Model call input" }),
+      el("ol", { class: "timeline" }, g.input_items.map((i) => step(i, "input"))),
+      el("p", { class: "muted", text: "Model call output" }),
+      el("ol", { class: "timeline" }, g.output.map((i) => step(i, "output"))));
+  }
+  if (g && g.request) return el("p", { class: "muted", text: `Not stored; ${g.request.usage.total_tokens} tokens, ${g.request.status}` });
+  if (d.type === "function") return el("pre", { text: `${d.input ?? ""}\n→ ${d.output ?? ""}` });
+  return null;
+}
+
+async function tracePage(id) {
+  const view = await api(`/v1/console/traces/${encodeURIComponent(id)}`, { tenant: tenantParam() });
+  const times = view.spans.flatMap((s) => [Date.parse(s.started_at), Date.parse(s.ended_at || s.started_at)]).filter((t) => !Number.isNaN(t));
+  const t0 = Math.min(...times);
+  const total = Math.max(1, Math.max(...times) - t0);
+  const rows = view.spans.map((s) => {
+    const start = Date.parse(s.started_at) - t0;
+    const end = Date.parse(s.ended_at || s.started_at) - t0;
+    const bar = el("div", { class: "bar", style: `margin-left:${(100 * start) / total}%;width:${Math.max(0.5, (100 * (end - start)) / total)}%` });
+    return el("li", { "data-span": s.id, "data-type": (s.span_data || {}).type || "" },
+      el("div", { class: "span-head" }, el("span", { class: "step-kind", text: spanName(s) }),
+        el("span", { class: "step-side", text: `${end - start} ms` })),
+      el("div", { class: "track", "aria-hidden": "true" }, bar), spanDetail(s));
+  });
+  const trace = view.trace || {};
+  show(el("h2", { text: `Trace ${id}` }), facts([["Workflow", trace.workflow_name], ["Group", trace.group_id], ["Spans", view.spans.length]]),
+    el("ol", { class: "waterfall", "aria-label": "Spans in start order" }, rows));
+  page.dataset.ready = "trace";
+}
+
 // --- Usage ----------------------------------------------------------------------------------
 
 let chartLibrary = null;
@@ -255,6 +311,8 @@ const ROUTES = [
   [/^#\/requests(?:\?(.*))?$/, (m) => requestsPage(new URLSearchParams(m[1] || "")), "requests"],
   [/^#\/response\/([^?]+)$/, (m) => responsePage(decodeURIComponent(m[1])), "requests"],
   [/^#\/usage$/, () => usagePage(), "usage"],
+  [/^#\/traces$/, () => tracesPage(), "traces"],
+  [/^#\/trace\/([^?]+)$/, (m) => tracePage(decodeURIComponent(m[1])), "traces"],
 ];
 
 async function route() {
