@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -282,3 +283,34 @@ def test_agents_run_traced_to_the_gateway_shows_a_waterfall_with_model_io(
     tab.shot("trace")
     with stack.http("beta") as http:
         assert http.get(f"/v1/console/traces/{trace_id}").status_code == 404
+
+
+def test_files_need_no_key_and_data_calls_do(stack: ConsoleStack) -> None:
+    with httpx.Client(base_url=stack.gateway.url, timeout=30) as anonymous:
+        page = anonymous.get("/console/")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert (
+            anonymous.get("/console/console.js")
+            .headers["content-type"]
+            .startswith("text/javascript")
+        )
+        assert anonymous.get("/console/../app.py").status_code == 404
+        assert anonymous.get("/console/nothing.js").status_code == 404
+        assert anonymous.get("/console", follow_redirects=False).status_code == 308
+        for path in ("/v1/console/me", "/v1/console/requests", "/v1/console/traces"):
+            answer = anonymous.get(path)
+            assert answer.status_code == 401
+            assert answer.json()["error"]["code"] == "invalid_api_key"
+        assert anonymous.post("/v1/traces/ingest", json={"data": []}).status_code == 401
+    with stack.http("alpha") as http:
+        beta = {"OpenAI-Beta": "traces=v1"}
+        assert http.post("/v1/traces/ingest", json={"data": []}, headers=beta).status_code == 204
+        bad = http.post("/v1/traces/ingest", json={"data": [{"object": "x"}]}, headers=beta)
+        assert bad.status_code == 400
+        assert bad.json()["error"]["param"] == "data[0].object"
+        assert http.get("/v1/console/requests", params={"limit": 0}).status_code == 400
+        assert http.get("/v1/console/me").json() == {
+            "tenant": "alpha",
+            "api_key_id": http.get("/v1/console/me").json()["api_key_id"],
+            "operator": False,
+        }
