@@ -314,3 +314,41 @@ def test_files_need_no_key_and_data_calls_do(stack: ConsoleStack) -> None:
             "api_key_id": http.get("/v1/console/me").json()["api_key_id"],
             "operator": False,
         }
+
+
+def test_playground_streams_and_answers_an_approval(
+    stack: ConsoleStack, console: Any, calc: RunningMcpServer
+) -> None:
+    tool = {"type": "mcp", "server_label": "calc", "server_url": calc.url}
+    stack.upstream.push(
+        Turn(tool_calls=[ToolCall("calc__add", '{"a":2,"b":2}', "call_1")], usage=Usage(9, 3)),
+        Turn(text="Two plus two is four, as the calculator says.", usage=Usage(12, 9)),
+    )
+    tab = console("alpha")
+    tab.open("#/playground")
+    tab.wait_ready("playground")
+    tab.page.fill("input[name=model]", MODEL)
+    tab.page.fill("textarea[name=instructions]", "Use the calculator.")
+    tab.page.fill("textarea[name=input]", "2+2?")
+    tab.page.fill("textarea[name=tools]", json.dumps([tool]))
+    tab.page.click("form.playground button[type=submit]")
+    tab.wait_ready("played")
+    assert tab.page.locator("#play-steps > li").evaluate_all(
+        "items => items.map(i => i.dataset.type)"
+    ) == ["mcp_list_tools", "mcp_approval_request"]
+    approval = tab.page.get_by_role("group", name="Approval for add")
+    assert '{"a":2,"b":2}' in approval.inner_text()
+    tab.shot("playground-approval")
+
+    approval.get_by_role("button", name="Approve").click()
+    tab.page.wait_for_selector('#play-steps > li[data-type="message"]')
+    tab.wait_ready("played")
+    assert tab.page.inner_text("#play-text") == "Two plus two is four, as the calculator says."
+    assert int(tab.page.get_attribute("#play-text", "data-deltas") or 0) > 1  # as it arrived
+    assert tab.page.locator("#play-steps > li").evaluate_all(
+        "items => items.map(i => i.dataset.type)"
+    ) == ["mcp_call", "message"]
+    assert "completed" in tab.page.inner_text("#play-status")
+    sent = stack.upstream.model_requests()
+    assert len(sent) == 2  # the approved call ran without asking the model again
+    tab.shot("playground")

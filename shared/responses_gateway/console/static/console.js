@@ -258,6 +258,104 @@ async function tracePage(id) {
   page.dataset.ready = "trace";
 }
 
+// --- Playground ---------------------------------------------------------------------------
+
+async function* sse(answer) {  // the events of a text/event-stream body, as they arrive
+  const reader = answer.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += value;
+    let cut;
+    while ((cut = buffer.indexOf("\n\n")) >= 0) {
+      const frame = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
+      if (data && data !== "[DONE]") yield JSON.parse(data);
+    }
+  }
+}
+
+function playgroundPage() {
+  const form = el("form", { class: "playground", "aria-label": "Create a response" });
+  const field = (label, input) => el("label", { class: "block" }, label, input);
+  const model = el("input", { name: "model", required: true, size: 30 });
+  const instructions = el("textarea", { name: "instructions", rows: 2, cols: 60 });
+  const input = el("textarea", { name: "input", rows: 3, cols: 60, required: true });
+  const tools = el("textarea", { name: "tools", rows: 4, cols: 60, placeholder: '[{"type": "mcp", "server_label": "...", "server_url": "..."}]' });
+  const stream = el("input", { type: "checkbox", name: "stream", checked: true });
+  const background = el("input", { type: "checkbox", name: "background" });
+  form.append(field("Model", model), field("Instructions", instructions), field("Input", input),
+    field("Tools (JSON array, MCP servers included)", tools),
+    el("label", {}, stream, " Stream"), el("label", {}, background, " Background"),
+    el("button", { type: "submit", text: "Send" }));
+  const text = el("pre", { id: "play-text", "aria-live": "polite", "data-deltas": "0" });
+  const steps = el("ol", { class: "timeline", id: "play-steps", "aria-label": "Output items" });
+  const status = el("p", { id: "play-status", class: "muted" });
+  const approvals = el("div", { id: "play-approvals" });
+  show(el("h2", { text: "Playground" }), form, status, text, approvals, steps);
+  let previous = null;
+
+  const run = async (extraInput) => {
+    const body = { model: model.value, input: extraInput || input.value, stream: stream.checked };
+    if (instructions.value) body.instructions = instructions.value;
+    if (tools.value.trim()) body.tools = JSON.parse(tools.value);
+    if (background.checked) body.background = true;
+    if (extraInput && previous) body.previous_response_id = previous;
+    status.textContent = "Running…";
+    approvals.replaceChildren();
+    text.textContent = "";
+    text.dataset.deltas = "0";
+    steps.replaceChildren();
+    const answer = await fetch("/v1/responses", {
+      method: "POST",
+      headers: { authorization: `Bearer ${sessionStorage.getItem(KEY)}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (!answer.ok) {
+      const error = await answer.json().catch(() => null);
+      throw new ApiError(answer.status, error);
+    }
+    let final = null;
+    if (body.stream) {
+      for await (const event of sse(answer)) {
+        if (event.type === "response.output_text.delta") {
+          text.textContent += event.delta;
+          text.dataset.deltas = String(Number(text.dataset.deltas) + 1);
+        } else if (event.type === "response.output_item.done") {
+          steps.append(step(event.item, "output"));
+        } else if (["response.completed", "response.incomplete", "response.failed"].includes(event.type)) {
+          final = event.response;
+        }
+      }
+    } else {
+      final = await answer.json();
+      for (const item of final.output || []) steps.append(step(item, "output"));
+      text.textContent = (final.output || []).filter((i) => i.type === "message")
+        .map((i) => contentText(i.content)).join("\n");
+    }
+    if (!final) { status.textContent = "The stream ended without a final response."; return; }
+    previous = final.id;
+    status.replaceChildren(`${final.status} · `, el("a", { href: `#/response/${encodeURIComponent(final.id)}`, text: final.id }));
+    for (const item of final.output || []) {
+      if (item.type !== "mcp_approval_request") continue;
+      const answerWith = (approve) => () => (delete page.dataset.ready, run([{ type: "mcp_approval_response", approval_request_id: item.id, approve }]).catch(failure));
+      approvals.append(el("div", { role: "group", "aria-label": `Approval for ${item.name}` },
+        el("span", { text: `${item.server_label}.${item.name} ${item.arguments} ` }),
+        el("button", { type: "button", text: "Approve", onclick: answerWith(true) }),
+        el("button", { type: "button", text: "Deny", onclick: answerWith(false) })));
+    }
+    page.dataset.ready = "played";
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    delete page.dataset.ready;
+    run(null).catch(failure);
+  });
+  page.dataset.ready = "playground";
+}
+
 // --- Usage ----------------------------------------------------------------------------------
 
 let chartLibrary = null;
@@ -312,6 +410,7 @@ const ROUTES = [
   [/^#\/response\/([^?]+)$/, (m) => responsePage(decodeURIComponent(m[1])), "requests"],
   [/^#\/usage$/, () => usagePage(), "usage"],
   [/^#\/traces$/, () => tracesPage(), "traces"],
+  [/^#\/playground$/, async () => playgroundPage(), "playground"],
   [/^#\/trace\/([^?]+)$/, (m) => tracePage(decodeURIComponent(m[1])), "traces"],
 ];
 
