@@ -129,13 +129,15 @@ def stack(console_stack: ConsoleStack) -> ConsoleStack:
     return console_stack
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright_driver() -> Iterator[Playwright]:
+    """Module scoped: Playwright's sync driver runs an event loop in this thread while open,
+    which async tests of later modules must not find running."""
     with sync_playwright() as driver:
         yield driver
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright_driver: Playwright) -> Iterator[Browser]:
     path = ensure_chromium()
     launched = playwright_driver.chromium.launch(executable_path=path, args=_FLAGS)
