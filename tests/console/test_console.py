@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,8 +22,6 @@ from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_se
 from responses_gateway.testing.script import ToolCall, Turn, Usage
 
 from .conftest import KEYS, MODEL, OTHER_MODEL, ConsoleStack
-
-DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 @pytest.fixture(scope="module")
@@ -150,9 +146,7 @@ def test_mcp_loop_with_approval_is_a_timeline_in_order(
     assert "10.0" in steps.nth(1).inner_text() and "It is 10." in steps.nth(2).inner_text()
     facts = tab.page.inner_text("dl.facts")
     assert "Model calls\n1" in facts and "40/4" in facts
-    path = tab.shot("timeline")
-    DOCS.mkdir(exist_ok=True)
-    shutil.copyfile(path, DOCS / "console-timeline.png")
+    tab.shot("timeline")  # docs/console-timeline.png is a copy of this screenshot
 
     tab.page.click(f'dl.facts a[href="#/response/{first.id}"]')  # walk the chain back
     tab.page.wait_for_selector('ol.timeline > li[data-type="mcp_approval_request"]')
