@@ -65,6 +65,7 @@ FUNCTION_LAYERS = {
     "BufferedFunction": LAYERS,
     "AuthorizerFunction": ("SharedLayer",),
     "WorkerFunction": LAYERS,
+    "SocketFunction": LAYERS,
 }
 TARGET_READY_MS = 400.0
 TARGET_ARTIFACT_MB = 40.0
@@ -86,6 +87,20 @@ from mcp.client import Client  # what the first request with MCP tools adds (str
 mcp = time.perf_counter()
 print(json.dumps({"ready_ms": (ready - started) * 1000, "first_ms": (done - ready) * 1000,
                   "status": answer["statusCode"], "mcp_ms": (mcp - done) * 1000}))
+"""
+
+_SOCKET_PROBE = """
+import importlib.util, json, sys, time
+started = time.perf_counter()
+spec = importlib.util.spec_from_file_location("socket_handler", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+ready = time.perf_counter()
+heavy = sorted(m for m in ("fastapi", "pydantic", "httpx", "uvicorn") if m in sys.modules)
+answer = module.handler(json.loads(sys.argv[2]), None)
+done = time.perf_counter()
+print(json.dumps({"ready_ms": (ready - started) * 1000, "first_ms": (done - ready) * 1000,
+                  "status": answer["statusCode"], "heavy": heavy}))
 """
 
 _AUTHORIZER_PROBE = """
@@ -319,6 +334,18 @@ def run_cold_starts(
                 "headers": {"Authorization": "Bearer bench-key"},
             }
         )
+        socket_event = json.dumps(
+            {
+                "requestContext": {
+                    "routeKey": "$connect",
+                    "connectionId": "bench-connection",
+                    "domainName": "bench.execute-api.us-east-1.amazonaws.com",
+                    "stage": "prod",
+                    "identity": {"apiKeyId": "bench"},
+                },
+                "headers": {"Authorization": "Bearer bench-key"},
+            }
+        )
         buffered_event = _rest_event(
             "GET", "/v1/conversations/{conversation_id}", "/v1/conversations/conv_x", "bench"
         )
@@ -338,6 +365,12 @@ def run_cold_starts(
             authorizer = [
                 measure_probe(
                     env, _AUTHORIZER_PROBE, FUNCTIONS / "authorizer/authorizer.py", authorizer_event
+                )
+                for _ in range(count)
+            ]
+            sockets = [
+                measure_probe(
+                    env, _SOCKET_PROBE, FUNCTIONS / "socket/socket_handler.py", socket_event
                 )
                 for _ in range(count)
             ]
@@ -361,6 +394,12 @@ def run_cold_starts(
                     "import_to_ready_ms": _summary([a["ready_ms"] for a in authorizer]),
                     "first_invoke_ms": _summary([a["first_ms"] for a in authorizer]),
                     "heavy_modules": authorizer[-1]["heavy"],
+                },
+                "socket": {  # import, then a $connect (the tenant's item written)
+                    "import_to_ready_ms": _summary([s["ready_ms"] for s in sockets]),
+                    "first_connect_ms": _summary([s["first_ms"] for s in sockets]),
+                    "first_status": sockets[-1]["status"],
+                    "heavy_modules": sockets[-1]["heavy"],
                 },
             }
         return results
@@ -426,6 +465,7 @@ def _add_functions(build_dir: Path) -> Path:
         ("BufferedFunction", "buffered"),
         ("AuthorizerFunction", "authorizer"),
         ("WorkerFunction", "worker"),
+        ("SocketFunction", "socket"),
     ):
         target = build_dir / function
         if not target.exists():
@@ -448,6 +488,7 @@ def _print_report(report: dict[str, Any]) -> None:
             ("streaming", results["streaming"]),
             ("buffered", results["buffered"]),
             ("authorizer", results["authorizer"]),
+            ("socket", results["socket"]),
         ):
             ready = figures["import_to_ready_ms"]["median"]
             verdict = "meets" if ready < TARGET_READY_MS else "misses"

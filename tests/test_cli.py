@@ -7,6 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import openai
@@ -33,10 +34,27 @@ def _wait_healthy(url: str, proc: subprocess.Popen[str]) -> None:
     raise AssertionError("serve never became healthy")
 
 
+UNSET = {
+    "UPSTREAM_BASE_URL",
+    "GATEWAY_CONFIG",
+    "DYNAMODB_TABLE",
+    "GATEWAY_STORE",
+    "GATEWAY_DB_PATH",
+}
+"""Variables a newcomer has not set (the state then goes to the default SQLite file)."""
+
+
 @pytest.fixture(scope="module")
-def served() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+def data_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The user data directory of the served process (never the real home)."""
+    return tmp_path_factory.mktemp("data-home")
+
+
+@pytest.fixture(scope="module")
+def served(data_home: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
     port = _free_port()
-    env = {k: v for k, v in os.environ.items() if k not in {"UPSTREAM_BASE_URL", "GATEWAY_CONFIG"}}
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
+    env["XDG_DATA_HOME"] = str(data_home)
     proc = subprocess.Popen(
         [sys.executable, "-m", "responses_gateway.cli", "serve", "--port", str(port)],
         stdout=subprocess.PIPE,
@@ -83,11 +101,15 @@ def test_serve_without_upstream_answers_with_the_demo_model(
         assert (call.name, call.arguments) == ("get_weather", '{"city": "Paris"}')
 
 
-def test_serve_says_which_models_the_demo_serves(
-    served: tuple[str, subprocess.Popen[str]],
+def test_serve_says_which_models_the_demo_serves_and_where_state_lives(
+    served: tuple[str, subprocess.Popen[str]], data_home: Path
 ) -> None:
     _, proc = served
     assert proc.stdout is not None
     first = proc.stdout.readline()
+    second = proc.stdout.readline()
     assert "serving the bundled scripted demo model" in first
     assert "'demo'" in first and "'demo-responses'" in first
+    database = data_home / "responses-gateway" / "gateway.db"
+    assert second == f"responses-gateway: keeping state in the SQLite database {database}\n"
+    assert database.is_file()

@@ -140,8 +140,17 @@ def test_tool_backends_name_an_operator_server_and_a_backed_kind() -> None:
 
     assert config.tool_backend("web_search") == ToolBackend("web_search", "search", "find")
     assert config.tool_backend("file_search") is None
+    every = [
+        {"type": kind, "server_label": "search", "tool": kind, "argument": "x"}
+        for kind in ("file_search", "code_interpreter", "image_generation")
+    ]
+    config = parse_config({**base, "tool_backends": every})
+    assert config.tool_backend("image_generation") == ToolBackend(
+        "image_generation", "search", "image_generation", "x"
+    )
     for broken, message in [
-        ({**backend, "type": "file_search"}, "type must be one of web_search"),
+        ({**backend, "type": "computer"}, "type must be one of web_search, file_search, code_"),
+        ({**backend, "argument": ""}, "argument must be a non-empty string"),
         ({**backend, "server_label": "nope"}, "server_label must name one of the mcp_servers"),
         ({**backend, "tool": ""}, "tool must be a non-empty string"),
         ({**backend, "extra": 1}, "unknown key 'extra'"),

@@ -9,6 +9,7 @@ import pytest
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.tool_kinds import (
+    BACKED_KINDS,
     CLIENT_CALL_ITEM_TYPES,
     ITEM_KINDS,
     KINDS,
@@ -18,6 +19,7 @@ from responses_gateway.tool_kinds import (
     lower_items,
     runs_on_gateway,
     search_tools,
+    shown,
     tool_view,
 )
 
@@ -354,5 +356,85 @@ def test_backed_hosted_kind_is_lowered_and_its_run_replays_with_its_result() -> 
         },
         {"type": "function_call_output", "call_id": "ws_1", "output": "results"},
     ]
-    assert lower_items([call]) == []  # a later response: like OpenAI, the results are gone
+    assert lower_items([call]) == []  # an item carrying no result (no sources) is left out
     assert hosted_tools_without_backend([{"type": "web_search"}], "chat", "reject", BACKED) == []
+
+
+# (tool, model arguments, backend value, backend text, result fields, seen, include value)
+HOSTED_RUNS: list[tuple[dict[str, Any], str, str, str, dict[str, Any], str, str | None]] = [
+    (
+        {"type": "web_search"},
+        '{"query": "q"}',
+        "q",
+        "1. a https://a.example/x (and https://b.example) https://a.example/x",
+        {"action": {"type": "search", "query": "q", "sources": [
+            {"type": "url", "url": "https://a.example/x"},
+            {"type": "url", "url": "https://b.example"}]}},
+        "Sources:\nhttps://a.example/x\nhttps://b.example",
+        "web_search_call.action.sources",
+    ),
+    (
+        {"type": "file_search", "vector_store_ids": ["vs"]},
+        '{"query": "q"}',
+        "q",
+        "plain passage",
+        {"queries": ["q"], "results": [{"attributes": None, "file_id": None, "filename": None,
+                                        "score": None, "text": "plain passage"}]},
+        "[1] plain passage",
+        "file_search_call.results",
+    ),
+    (
+        {"type": "code_interpreter", "container": "cntr_1"},
+        '{"code": "1+1"}',
+        "1+1",
+        '{"logs": "2", "images": ["https://img.example/p.png"]}',
+        {"code": "1+1", "container_id": "cntr_1", "outputs": [
+            {"type": "logs", "logs": "2"}, {"type": "image", "url": "https://img.example/p.png"}]},
+        "2\n[image: https://img.example/p.png]",
+        "code_interpreter_call.outputs",
+    ),
+    (
+        {"type": "image_generation"},
+        '{"prompt": "a cat"}',
+        "a cat",
+        "iVBOR",
+        {"result": "iVBOR", "revised_prompt": "a cat"},
+        "Image generated (prompt: a cat).",
+        None,
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("run", HOSTED_RUNS, ids=lambda r: str(r[0]["type"]))
+def test_backed_kind_maps_its_call_and_result_into_its_item_and_replays_it(run: Any) -> None:
+    tool, arguments, value, text, fields, seen, include = run
+    kind = kind_of(tool["type"])
+    assert kind is not None and kind.backend is BACKED_KINDS[kind.name]
+    view = tool_view([tool], [], "auto", "chat", backed=frozenset({kind.name}))
+    call = {**view.calls[kind.name].item(arguments), "id": "h_1", "status": "completed"}
+
+    assert kind.backend.value(call) == value
+    call.update(kind.backend.result(call, text))
+    assert {k: v for k, v in call.items() if k in fields} == fields
+
+    assert lower_items([call]) == [
+        {"type": "function_call", "call_id": "h_1", "name": kind.name,
+         "arguments": kind.arguments(call) if kind.arguments else ""},
+        {"type": "function_call_output", "call_id": "h_1", "output": seen},
+    ]  # fmt: skip
+    assert lower_items([{**call, "status": "failed"}])[1]["output"] == (
+        f"The {kind.name} call failed."
+    )
+    assert shown(call, [include] if include else []) is call
+    if include is not None:
+        hidden = shown(call, [])
+        assert hidden is not call and hidden != call
+        assert lower_items([hidden]) == []  # what the client holds without include
+        assert call == {**call}  # the stored item is untouched
+
+
+def test_shown_leaves_other_items_alone() -> None:
+    message = {"type": "message", "role": "assistant", "content": []}
+    assert shown(message, []) is message
+    relayed = {"type": "web_search_call", "id": "ws", "action": {"type": "search", "query": "q"}}
+    assert shown(relayed, []) is relayed

@@ -1,7 +1,8 @@
 """The ``responses-gateway`` command: run the gateway (or a fake upstream) locally.
 
 Owns argument parsing and process startup only. ``serve`` runs the app under uvicorn with the
-configuration from the environment (see :mod:`responses_gateway.config`); with no upstream
+configuration from the environment (see :mod:`responses_gateway.config`) and the store
+``store.select`` picks (an SQLite file by default: ``--db`` / ``GATEWAY_DB_PATH``); with no upstream
 configured it starts the bundled scripted ``demo`` model on a loopback port and routes to it, so
 every feature can be tried offline. ``fake-upstream`` runs the scripted upstream alone.
 
@@ -32,7 +33,7 @@ DEMO_MODELS = {"demo": "chat", "demo-responses": "responses"}
 """Model names served by the bundled demo upstream, and the wire format each goes through."""
 
 
-def _serve(host: str, port: int) -> int:
+def _serve(host: str, port: int, db_path: str | None) -> int:
     import uvicorn
 
     from responses_gateway.app import create_app
@@ -72,25 +73,32 @@ def _serve(host: str, port: int) -> int:
     else:
         names = ", ".join(f"{p.name} ({p.api})" for p in config.providers)
         print(f"responses-gateway: providers: {names}", flush=True)
-    from responses_gateway.store import open_store
+    from responses_gateway.store import StoreError, open_store
 
-    store, local = open_store()
-    if local is not None:
-        print(
-            "responses-gateway: no DYNAMODB_TABLE configured; keeping state in an embedded "
-            f"DynamoDB-compatible endpoint (moto) at {local.endpoint_url}, lost on exit.",
-            flush=True,
-        )
+    try:
+        opened = open_store(db_path=db_path)
+    except (ConfigError, StoreError) as exc:
+        print(f"responses-gateway: cannot open the store: {exc}", file=sys.stderr)
+        if demo is not None:
+            demo.stop()
+        return 2
+    print(f"responses-gateway: keeping state {opened.description}", flush=True)
     print(f"responses-gateway: listening on http://{host}:{port}/v1", flush=True)
     from responses_gateway.observability import AccessLog, TelemetryMiddleware
 
-    app = TelemetryMiddleware(create_app(config, store), AccessLog(sys.stdout))
+    app = TelemetryMiddleware(create_app(config, opened.store), AccessLog(sys.stdout))
     try:
-        uvicorn.run(app, host=host, port=port, log_level="warning")
+        from responses_gateway.sockets.serving import LazyWebSocketProtocol
+
+        uvicorn.run(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            ws=LazyWebSocketProtocol,  # WebSocket mode, imported on the first upgrade
+        )
     finally:
-        store.close()
-        if local is not None:
-            local.stop()
+        opened.close()
         if demo is not None:
             demo.stop()
     return 0
@@ -265,6 +273,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     serve = commands.add_parser("serve", help="run the gateway API")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument(
+        "--db",
+        default=None,
+        metavar="PATH",
+        help="the SQLite database file (default: GATEWAY_DB_PATH, else "
+        "~/.local/share/responses-gateway/gateway.db; ':memory:' keeps nothing)",
+    )
     table = commands.add_parser("create-table", help="create the DynamoDB table")
     table.add_argument("--table", required=True)
     table.add_argument("--endpoint-url", default=None)
@@ -301,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
-        return _serve(args.host, args.port)
+        return _serve(args.host, args.port, args.db)
     if args.command == "create-table":
         return _create_table(args.table, args.endpoint_url, args.region)
     if args.command == "keys":

@@ -18,7 +18,8 @@ one of ``url`` (a remote server over streamable HTTP or SSE) or ``command`` (a s
 gateway spawns). Their secrets (``headers``, ``headers_env``, ``env``, ``env_from``) are resolved
 here, at startup, and kept out of every ``repr``; every mistake is a :class:`ConfigError`.
 
-``tool_backends`` give a hosted tool type (``web_search``) a backend on Chat Completions and
+``tool_backends`` give a hosted tool type (``web_search``, ``file_search``, ``code_interpreter``,
+``image_generation``) a backend on Chat Completions and
 harmony providers: a tool of an operator MCP server the gateway calls (see ``docs/tools.md``).
 It also holds the accounting settings (see ``docs/deploy.md``): ``prices`` (US dollars per
 million tokens per model, for the usage ledger's cost estimate), ``budgets`` (token and cost
@@ -40,6 +41,8 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
+from responses_gateway.prompts import PromptConfigError, PromptTemplate, parse_prompts
+from responses_gateway.tool_kinds import BACKED_KINDS
 from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budgets
 from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 
@@ -142,8 +145,9 @@ class OperatorMcpServer:
         )
 
 
-BACKED_TOOL_TYPES = ("web_search",)
-"""Hosted tool kinds an operator may give a backend."""
+BACKED_TOOL_TYPES = tuple(BACKED_KINDS)
+"""Hosted tool kinds an operator may give a backend (``web_search``, ``file_search``,
+``code_interpreter``, ``image_generation``: the tool-kind table says how each is called)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +160,9 @@ class ToolBackend:
     """An operator MCP server (``mcp_servers``)."""
     tool: str
     """The tool's name on that server."""
-    argument: str = "query"
-    """The name of the tool's argument that receives the search query."""
+    argument: str | None = None
+    """The tool argument receiving the call's query, code or prompt (None: the kind's default:
+    ``query`` for the searches, ``code``, ``prompt``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +188,8 @@ class GatewayConfig:
     """Per-tenant limits; None: no budget checks (not even of limits set in the store)."""
     operators: frozenset[str] = frozenset()
     """Tenants whose API keys may use the operator endpoints (the usage API)."""
+    prompts: Mapping[str, PromptTemplate] = field(default_factory=dict)
+    """Prompt templates requests name in ``prompt`` (:mod:`responses_gateway.prompts`)."""
 
     def mcp_server(self, server_label: str) -> OperatorMcpServer | None:
         """The operator MCP server labelled ``server_label``, or ``None``."""
@@ -321,7 +328,8 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
     try:
         prices = parse_prices(data.get("prices"))
         budgets = parse_budgets(data.get("budgets"))
-    except (PriceError, BudgetError) as exc:
+        prompts = parse_prompts(data.get("prompts"))
+    except (PriceError, BudgetError, PromptConfigError) as exc:
         raise ConfigError(str(exc)) from None
     return GatewayConfig(
         providers,
@@ -330,6 +338,7 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         prices=prices,
         budgets=budgets,
         operators=_operators(data.get("operators"), env),
+        prompts=prompts,
     )
 
 
@@ -351,7 +360,7 @@ def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[To
         if entry.get("server_label") not in labels:
             raise ConfigError(f"{name}: server_label must name one of the mcp_servers")
         for key in ("tool", "argument"):
-            if not isinstance(entry.get(key, "query"), str) or not entry.get(key, "query"):
+            if not isinstance(entry.get(key, "-"), str) or not entry.get(key, "-"):
                 raise ConfigError(f"{name}: {key} must be a non-empty string")
         if any(b.type == kind for b in backends):
             raise ConfigError(f"{name}: a backend for {kind!r} is already configured")
@@ -360,7 +369,7 @@ def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[To
                 str(kind),
                 str(entry["server_label"]),
                 str(entry["tool"]),
-                str(entry.get("argument", "query")),
+                entry.get("argument"),
             )
         )
     return tuple(backends)

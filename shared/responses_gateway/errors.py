@@ -6,6 +6,7 @@ Conversion to a response happens only in ``responses_gateway.app``.
 
     GatewayError
     ├── InvalidRequestError        400 invalid_request_error (bad input, unknown previous id, ...)
+    │   └── PayloadTooLargeError   413 (a body over the configured size cap)
     ├── NotFoundError              404 invalid_request_error
     ├── PermissionDeniedError      403 (a tenant key on an operator endpoint)
     ├── QuotaExceededError         429 insufficient_quota (budget spent; nothing sent upstream)
@@ -25,6 +26,7 @@ __all__ = [
     "InternalError",
     "InvalidRequestError",
     "NotFoundError",
+    "PayloadTooLargeError",
     "PermissionDeniedError",
     "QuotaExceededError",
     "UpstreamError",
@@ -73,6 +75,12 @@ class InvalidRequestError(GatewayError):
 
     status_code = 400
     error_type = "invalid_request_error"
+
+
+class PayloadTooLargeError(InvalidRequestError):
+    """The request body (or its decompressed form) is larger than the gateway accepts."""
+
+    status_code = 413
 
 
 class NotFoundError(GatewayError):

@@ -39,6 +39,7 @@ from responses_gateway.mcp.tools import (
     server_from_operator,
 )
 from responses_gateway.protocol.request import McpTool
+from responses_gateway.tool_kinds import BACKED_KINDS
 
 __all__ = ["McpBackend", "McpToolRegistry"]
 
@@ -147,17 +148,19 @@ class McpToolRegistry:
 
 class McpBackend:
     """A hosted tool kind run through a tool of an operator MCP server (implements
-    ``loop.tools.HostedBackend``): the call's search query goes to the tool's ``argument``."""
+    ``loop.tools.HostedBackend``): the call's query, code or prompt (the tool-kind table's
+    :class:`~responses_gateway.tool_kinds.Backend`) goes to the tool's ``argument``."""
 
     def __init__(self, backend: ToolBackend, server: OperatorMcpServer, client: McpClient):
+        shape = BACKED_KINDS[backend.type]
         self._backend = backend
+        self._value = shape.value
+        self._argument = backend.argument or shape.argument
         self._server = server_from_operator(server)
         self._client = client
 
     async def run(self, item: dict[str, Any]) -> ToolOutcome:
-        action = item.get("action") if isinstance(item.get("action"), dict) else {}
-        query = str((action or {}).get("query") or "")
         result = await self._client.call_tool(
-            self._server, self._backend.tool, {self._backend.argument: query}
+            self._server, self._backend.tool, {self._argument: self._value(item)}
         )
         return ToolOutcome(output=result.output, error=result.error)

@@ -78,7 +78,7 @@ __all__ = [
     "upstream_client",
 ]
 
-FunctionKind = Literal["streaming", "buffered", "worker"]
+FunctionKind = Literal["streaming", "buffered", "worker", "socket"]
 """The functions that run the gateway (see ``template.yaml``): two serve the app, one is the
 background worker."""
 

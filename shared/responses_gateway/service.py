@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -29,10 +29,16 @@ from responses_gateway.config import GatewayConfig, Provider
 from responses_gateway.context.meter import ContextMeter
 from responses_gateway.context.tokens import TokenCounter
 from responses_gateway.context.windows import WindowDirectory
-from responses_gateway.errors import InvalidRequestError, NotFoundError, QuotaExceededError
+from responses_gateway.errors import (
+    GatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+)
 from responses_gateway.ids import new_id
 from responses_gateway.loop.compaction import expand_compactions, from_last_compaction
 from responses_gateway.loop.driver import LoopContext, decide_start
+from responses_gateway.loop.events import Sink
 from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
     plan_approvals,
@@ -41,11 +47,15 @@ from responses_gateway.loop.prepared import (
     to_model_items,
 )
 from responses_gateway.loop.reasoning import open_client_reasoning, restore_reasoning
-from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.render import render_response
+from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
+from responses_gateway.prompts import ResolvedPrompt, resolve_prompt
+from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS, check_request
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
     McpTool,
+    PromptRef,
     echo_fields,
     parse_create_request,
     request_input,
@@ -54,8 +64,12 @@ from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 from responses_gateway.usage.budget import BudgetGuard
 from responses_gateway.usage.ledger import client_ids as client_ids_of, usage_entry
+from responses_gateway.usage.requestlog import FirstOutputSink, RefusalGate, log_refused
 
 logger = logging.getLogger(__name__)
+
+if TYPE_CHECKING:
+    from responses_gateway.sockets.memory import ConnectionMemory
 
 __all__ = ["Context", "Gateway", "PreparedRun", "previous_not_found"]
 
@@ -82,6 +96,15 @@ class PreparedRun:
     omitted_tools: list[str] = field(default_factory=list)
     """Hosted tool types the model does not see (no backend on its wire; the provider's
     ``hosted_tools`` policy is ``omit``): the ``x-gateway-omitted-tools`` response header."""
+    omitted_fields: list[str] = field(default_factory=list)
+    """Create fields the request set that its wire omits under the contract's rows
+    (:mod:`responses_gateway.protocol.contract`): the ``x-gateway-omitted-fields`` header."""
+
+    def observe(self, sink: Sink) -> Sink:
+        """``sink`` as the loop should get it: the first model output it sees is noted in the
+        run's request log (``ttft_ms``)."""
+        log = self.run.get("log")
+        return FirstOutputSink(sink, log) if isinstance(log, dict) else sink
 
 
 @dataclass(slots=True)
@@ -91,6 +114,9 @@ class Context:
     history: list[dict[str, Any]] = field(default_factory=list)
     chain: list[str] = field(default_factory=list)
     conversation_id: str | None = None
+    inline_history: bool = False
+    """The history is not in the table (a WebSocket connection's unstored response): a stored
+    continuation keeps it with its own input items, so it stands on its own."""
 
     @property
     def item_ids(self) -> frozenset[str]:
@@ -195,6 +221,8 @@ class Gateway:
         """Context windows per model (configuration, else the upstream's ``/models``)."""
         self.usage_observers: list[Any] = []
         """Called with each :class:`UsageEntry` the ledger counted (metrics); never raise."""
+        self.refusals = RefusalGate()
+        """Bounds the request-log records of refused creates this process writes."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
 
@@ -303,6 +331,39 @@ class Gateway:
             except Exception:
                 _log.exception("a usage observer failed")
 
+    async def log_refused(
+        self,
+        *,
+        tenant: str,
+        request_id: str,
+        api_key_id: str,
+        body: Any,
+        error: GatewayError,
+        started_ms: int,
+        client_headers: Mapping[str, str] | None = None,
+        transport: str = "http",
+    ) -> bool:
+        """Write the request-log record of a create refused before its loop ran (bounded by
+        :attr:`refusals`; see :mod:`responses_gateway.usage.requestlog`). ``body`` is the
+        create body as far as it was read (its model and client ids are kept), or None."""
+        hint = body if isinstance(body, dict) else {}
+        model = hint.get("model")
+        client = client_ids_of(
+            [hint.get("client_metadata"), hint.get("metadata")], client_headers or {}
+        )
+        return await log_refused(
+            self.store,
+            self.refusals,
+            tenant=tenant,
+            request_id=request_id,
+            api_key_id=api_key_id,
+            model=model[:200] if isinstance(model, str) else "",
+            status_code=error.status_code,
+            error=error.to_error(),
+            started_ms=started_ms,
+            log={"transport": transport, "client": client},
+        )
+
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
         """The record writer of a run described by a checkpoint's ``run`` (its usage is
         recorded by :func:`~responses_gateway.background.runs.commit_ending`, not here)."""
@@ -312,7 +373,11 @@ class Gateway:
         return self._persister(tenant, list(run.get("input_items") or []), context, True, None)
 
     async def load_context(
-        self, tenant: str, previous_response_id: str | None, conversation: Any
+        self,
+        tenant: str,
+        previous_response_id: str | None,
+        conversation: Any,
+        memory: ConnectionMemory | None = None,
     ) -> Context:
         """The items a request continues, read with strongly consistent reads.
 
@@ -321,8 +386,17 @@ class Gateway:
         the response that holds it (the chain stored with the new response too, so a long
         compacted chain is not read again from its start on every turn). Ancestors that expired
         or were deleted drop out of the front of the history; the previous response itself must
-        exist.
+        exist. On a WebSocket
+        connection (``memory``), the latest response of each of its streams continues from the
+        connection's memory, stored or not, without reading the table.
         """
+        if previous_response_id and memory is not None:
+            latest = await memory.find(previous_response_id)
+            if latest is not None:
+                if latest.stored:
+                    chain = [*latest.chain, latest.response_id]
+                    return Context(history=list(latest.history), chain=chain)
+                return Context(history=list(latest.history), inline_history=True)
         if previous_response_id:
             previous = await self.store.get_response(tenant, previous_response_id)
             if previous is None:
@@ -363,16 +437,30 @@ class Gateway:
         *,
         api_key_id: str = "",
         client_headers: Mapping[str, str] | None = None,
+        memory: ConnectionMemory | None = None,
+        stream_id: str = "",
+        generate: bool = True,
     ) -> PreparedRun:
-        """Validate a create body (raw JSON bytes or parsed), load its context, check the
-        tenant's budget, build its loop.
+        """Validate a create body (raw JSON bytes, parsed, or already validated), load its
+        context, check the tenant's budget, build its loop (``generate=False``: a WebSocket
+        warm-up, no model call).
+
+        Args:
+            body: the create request.
+            tenant: who it acts for.
+            client_headers: the request's headers, read for the client's ids (request log).
+            memory: a WebSocket connection's memory: previous responses are looked up there
+                first, and the finished response becomes ``stream_id``'s latest.
+            stream_id: the connection's stream the create runs on.
+            generate: False prepares the response and ends it at once, ``completed`` with no
+                output and no model call (WebSocket mode's warm-up).
 
         Raises:
             GatewayError: bad input, unknown model, or a context that does not exist.
             QuotaExceededError: the tenant's budget is spent (nothing was sent upstream).
         """
         started_ms = int(time.time() * 1000)
-        request = parse_create_request(body)
+        request = body if isinstance(body, CreateResponseRequest) else parse_create_request(body)
         _reject_unsupported(request)
         if request.background and self.launcher is None:
             raise InvalidRequestError(
@@ -382,11 +470,17 @@ class Gateway:
             )
         provider, upstream_model = self.config.route(request.model)
         raw_input = request_input(request)
+        if request.prompt is not None:  # before any model call: unknown ids are a 404 here
+            resolved_prompt = resolve_prompt(
+                self.config.prompts, request.prompt.model_dump(mode="json")
+            )
+            request = _with_prompt(request, resolved_prompt)
+            raw_input = _prompt_input(resolved_prompt, raw_input)
         opened = open_client_reasoning(raw_input, tenant)
         guard = self.budget_guard(tenant)
         admitted, context = await asyncio.gather(
             guard.admit() if guard is not None else _no_status(),
-            self.load_context(tenant, request.previous_response_id, request.conversation),
+            self.load_context(tenant, request.previous_response_id, request.conversation, memory),
         )
         if admitted is not None and admitted.exceeded is not None:
             raise QuotaExceededError(admitted.message())
@@ -413,7 +507,7 @@ class Gateway:
             ),
             None,
         )
-        if not context.history and not prepared.upstream_input:
+        if generate and not context.history and not prepared.upstream_input:
             raise InvalidRequestError(
                 "Missing required parameter: 'input'.",
                 param="input",
@@ -425,10 +519,13 @@ class Gateway:
             model=request.model,
             request=echo_fields(request),
             include=list(request.include or []),
+            passthrough=request.model_dump(
+                mode="json", include=set(RESPONSES_ONLY_FIELDS), exclude_none=True
+            ),
             upstream_input=transcript,
             control_items=[i for i in context.history if i.get("type") in CONTROL_ITEM_TYPES]
             + prepared.control_items,
-            next_action=decide_start(approved, transcript),
+            next_action=decide_start(approved, transcript) if generate else Finish("completed"),
         )
         log = {
             "provider": provider.name,
@@ -439,6 +536,8 @@ class Gateway:
                 [(request.model_extra or {}).get("client_metadata"), request.metadata],
                 client_headers or {},
             ),
+            "transport": "http" if memory is None else "websocket",
+            "deployment": "",  # which deployment answered: filled by routing (#22)
             "started_ms": started_ms,
         }
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
@@ -446,6 +545,16 @@ class Gateway:
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
+        omitted_fields = check_request(
+            request.model_dump(mode="json", exclude_unset=True, exclude={"input"}), adapter.wire
+        )
+        if omitted_fields:
+            logger.info(
+                "omitting fields %s for model %s (the %s wire has no equivalent)",
+                ",".join(omitted_fields),
+                request.model,
+                adapter.wire,
+            )
         if omitted:
             logger.info(
                 "omitting hosted tools %s for model %s (provider %s has no backend for them)",
@@ -467,6 +576,7 @@ class Gateway:
                 context,
                 request.store is not False,
                 {"api_key_id": api_key_id, "log": log},
+                remember=_rememberer(memory, stream_id, context, prepared.items, request),
             ),
             budget=guard,
             tenant=tenant,
@@ -507,6 +617,24 @@ class Gateway:
             and not _carries_secrets(request)
             and self.launcher is not None,
             omitted_tools=omitted,
+            omitted_fields=omitted_fields,
+        )
+
+    async def record_started(self, run: PreparedRun) -> None:
+        """Write a stored foreground response's record as ``in_progress`` before its loop
+        runs, so ``GET`` (and a ``previous_response_id`` continuation, refused while it runs)
+        sees it at once; its ending overwrites it. One extra write per such create."""
+        if run.state.request.get("store") is False:
+            return
+        await self.store.put_response(
+            StoredResponse(
+                tenant=run.tenant,
+                id=run.state.response_id,
+                response=render_response(run.state),
+                input_items=list(run.run.get("input_items") or []),
+                chain=list(run.run.get("chain") or []),
+                conversation_id=run.run.get("conversation"),
+            )
         )
 
     def _persister(
@@ -516,12 +644,25 @@ class Gateway:
         context: Context,
         store: bool,
         run: dict[str, Any] | None,
+        remember: Any = None,
     ) -> Any:
         """The ending writer: the record, the conversation append and (``run`` not None: a
         foreground loop, ``{"api_key_id", "log"}``) the usage ledger and request-log entry,
-        written in parallel with the record."""
+        written in parallel with the record; on a
+        WebSocket connection (``remember``), the response becomes its stream's latest."""
+        stored_input = [*context.history, *input_items] if context.inline_history else input_items
 
         async def persist(state: LoopState, response: dict[str, Any]) -> None:
+            # The turn goes into the conversation first, keyed by the response: a finished
+            # record then always implies its append, and whoever completes an ending that
+            # died in between repeats the append harmlessly (store/DESIGN.md).
+            if context.conversation_id and state.status in _APPENDED_STATUSES:
+                await self.store.append_items(
+                    tenant,
+                    context.conversation_id,
+                    [*input_items, *state.output],
+                    once_key=state.response_id,
+                )
             if run is None:
                 await write(state, response)
                 return
@@ -537,18 +678,67 @@ class Gateway:
                         tenant=tenant,
                         id=state.response_id,
                         response=response,
-                        input_items=input_items,
+                        input_items=stored_input,
                         chain=context.chain,
                         conversation_id=context.conversation_id,
                     )
                 )
-            if context.conversation_id and state.status in _APPENDED_STATUSES:
-                await self.store.append_items(
-                    tenant, context.conversation_id, [*input_items, *state.output]
-                )
+            if remember is not None:
+                await remember(state)
 
         return persist
 
 
 async def _no_status() -> None:
     return None
+
+
+def _rememberer(
+    memory: ConnectionMemory | None,
+    stream_id: str,
+    context: Context,
+    input_items: list[dict[str, Any]],
+    request: CreateResponseRequest,
+) -> Any:
+    """What makes a finished response its stream's latest on a WebSocket connection (before
+    its terminal event is sent, so the client can continue it at once); None over HTTP."""
+    if memory is None:
+        return None
+    from responses_gateway.sockets.memory import Latest
+
+    stored = request.store is not False
+
+    async def remember(state: LoopState) -> None:
+        await memory.remember(
+            stream_id,
+            Latest(
+                response_id=state.response_id,
+                history=[*context.history, *input_items, *state.output],
+                chain=context.chain if stored else [],
+                stored=stored,
+            ),
+        )
+
+    return remember
+
+
+def _with_prompt(request: CreateResponseRequest, resolved: ResolvedPrompt) -> CreateResponseRequest:
+    """The request with the template's instructions (the request's own win) and the resolved
+    ``prompt`` echo (id, the version used, the variables)."""
+    update: dict[str, Any] = {"prompt": PromptRef.model_validate(resolved.echo)}
+    if request.instructions is None and resolved.instructions is not None:
+        update["instructions"] = resolved.instructions
+    return request.model_copy(update=update)
+
+
+def _prompt_input(
+    resolved: ResolvedPrompt, raw_input: str | list[dict[str, Any]] | None
+) -> str | list[dict[str, Any]] | None:
+    """The template's messages, then the request's own input."""
+    if not resolved.input:
+        return raw_input
+    if raw_input is None:
+        return list(resolved.input)
+    if isinstance(raw_input, str):
+        raw_input = [{"type": "message", "role": "user", "content": raw_input}]
+    return [*resolved.input, *raw_input]

@@ -873,7 +873,10 @@ async def test_call_llm_cancelled_closes_the_upstream_stream() -> None:
 
 
 def refusal_message(text: str, refusal: str) -> dict[str, Any]:
+    """A message with a refusal part, after a text part only when there is text."""
     item = message(text)
+    if not text:
+        item["content"] = []
     item["content"].append({"type": "refusal", "refusal": refusal})
     return item
 
@@ -894,8 +897,6 @@ async def test_call_llm_refusal_delta_streams_into_a_refusal_part() -> None:
     assert h.trace() == [
         ("responding",),
         ("item+", 0, "message"),
-        ("part+", 0, "output_text"),
-        ("part-", 0, ""),
         ("part+", 0, "refusal"),
         ("delta", 0, "refusal", "I can't"),
         ("delta", 0, "refusal", " help."),
@@ -1535,3 +1536,37 @@ def test_to_chat_request_include_is_never_sent() -> None:
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+
+
+LOGPROB = {
+    "token": "Hi",
+    "logprob": -0.1,
+    "bytes": [72, 105],
+    "top_logprobs": [{"token": "Hi", "logprob": -0.1, "bytes": [72, 105]}],
+}
+
+
+def with_logprobs(payload: dict[str, Any], entries: list[dict[str, Any]]) -> dict[str, Any]:
+    payload["choices"][0]["logprobs"] = {"content": entries}
+    return payload
+
+
+@pytest.mark.parametrize("asked", [True, False])
+async def test_call_llm_chat_logprobs_become_output_text_logprobs_when_included(
+    asked: bool,
+) -> None:
+    h = Harness()
+    upstream = Upstream(
+        sse_body(
+            [
+                with_logprobs(chunk({"content": "Hi"}), [LOGPROB]),
+                chunk(finish="stop"),
+            ]
+        )
+    )  # fmt: skip
+    include = ["message.output_text.logprobs"] if asked else []
+    call = dataclasses.replace(CALL, params={"top_logprobs": 1, "include": include})
+
+    await h.call(upstream, call=call)
+
+    assert h.items()[0]["content"][0]["logprobs"] == ([LOGPROB] if asked else [])

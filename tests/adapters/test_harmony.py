@@ -673,3 +673,22 @@ def test_config_refuses_a_harmony_provider_without_the_package(
         "provider 'oss': api 'harmony' needs the openai-harmony package: "
         "pip install 'responses-gateway[harmony]' (on Lambda: HARMONY=1 sam build)"
     )
+
+
+def test_text_format_json_schema_is_a_response_formats_section_of_the_developer_message() -> None:
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    fmt = {"type": "json_schema", "name": "place", "description": "A place.", "schema": schema}
+    call = ModelCall(
+        model="gpt-oss",
+        input=[{"type": "message", "role": "user", "content": "Where?"}],
+        instructions="Be brief.",
+        params={"text": {"format": fmt}},
+    )
+
+    prompt = str(harmony_encoding().decode(render_prompt(call, DAY)))
+
+    expected = "Be brief.\n\n# Response Formats\n\n## place\n\n// A place.\n" + json.dumps(
+        schema, separators=(",", ":")
+    )
+    assert expected in prompt
+    assert prompt.index("<|start|>developer") < prompt.index("# Response Formats")

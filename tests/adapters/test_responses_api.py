@@ -999,13 +999,45 @@ async def test_call_llm_unannounced_items_follow_the_announced_ones_in_output_or
     ]
 
 
-async def test_call_llm_refusal_delta_streams_as_message_text() -> None:
+async def test_call_llm_refusal_delta_streams_into_a_refusal_part() -> None:
     up = Harness.sse(Script().start().message(["I can't ", "help."], kind="refusal").completed())
 
     await up.call()
 
-    assert up.state.output == [message_item("msg_1", "I can't help.")]
-    assert up.events == [UpstreamResponding(), *message_events(0, "msg_1", ["I can't ", "help."])]
+    refusal = {"type": "refusal", "refusal": "I can't help."}
+    final = {**message_item("msg_1", ""), "content": [refusal]}
+    started = {**final, "status": "in_progress", "content": []}
+    assert up.state.output == [final]
+    assert up.events == [
+        UpstreamResponding(),
+        ItemStarted(0, started),
+        PartStarted(0, "msg_1", 0, {"type": "refusal", "refusal": ""}),
+        TextDelta(0, "msg_1", 0, "refusal", "I can't "),
+        TextDelta(0, "msg_1", 0, "refusal", "help."),
+        PartFinished(0, "msg_1", 0, refusal),
+        ItemFinished(0, final),
+    ]
+
+
+async def test_call_llm_annotations_are_relayed_and_kept() -> None:
+    citation = {"type": "url_citation", "url": "https://example.com", "title": "Ex",
+                "start_index": 0, "end_index": 2}  # fmt: skip
+    script = Script().start().message(["Hi"]).completed()
+    done = script.events[-2]["item"]
+    done["content"][0]["annotations"] = [citation]
+    up = Harness.sse(script)
+
+    await up.call()
+
+    assert up.state.output[0]["content"][0]["annotations"] == [citation]
+    relayed = [e for e in up.events if isinstance(e, ItemEvent)]
+    assert relayed == [
+        ItemEvent(
+            "response.output_text.annotation.added",
+            {"item_id": "msg_1", "output_index": 0, "content_index": 0,
+             "annotation_index": 0, "annotation": citation},
+        )
+    ]  # fmt: skip
 
 
 async def test_call_llm_hosted_items_are_relayed_with_their_events() -> None:
@@ -1230,7 +1262,7 @@ async def test_call_llm_dropped_connection_mid_stream_raises_transport_error() -
     with pytest.raises(UpstreamTransportError, match="mid-stream"):
         await up.call()
 
-    assert up.state.output == [message_item("msg_1", "", status="in_progress")]
+    assert up.state.output == [{**message_item("msg_1", "", status="in_progress"), "content": []}]
     assert stream.closed
 
 

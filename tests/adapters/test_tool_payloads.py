@@ -213,13 +213,16 @@ def test_chat_payload_replays_every_call_item_under_its_exposed_name(
     }
 
 
-def test_chat_payload_never_carries_additional_tools_or_hosted_items() -> None:
+def test_chat_payload_never_carries_additional_tools_and_shows_hosted_items_as_context() -> None:
     additional = {"type": "additional_tools", "id": "at", "role": "developer", "tools": [CUSTOM]}
     search = {"type": "web_search_call", "id": "ws", "status": "completed", "action": {}}
 
     payload = chat([], [additional, USER, search])
 
-    assert payload["messages"] == [{"role": "user", "content": "go"}]
+    assert payload["messages"] == [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": '[web_search_call completed] {"action": {}}'},
+    ]
     assert [t["function"]["name"] for t in payload["tools"]] == ["apply_patch"]
 
 

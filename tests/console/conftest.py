@@ -1,5 +1,6 @@
-"""Browser fixtures: the gateway served over HTTP with keys of three tenants (one an operator),
-the scripted upstream, a DynamoDB endpoint of its own, and a real Chromium driven by Playwright.
+"""Browser fixtures: the gateway served over HTTP with keys of three tenants (one an operator)
+in a key file it re-reads (the Keys page adds and revokes keys there), budgets on, the scripted
+upstream, a DynamoDB endpoint of its own, and a real Chromium driven by Playwright.
 
 The browser is the Debian ``chromium`` package at ``/usr/bin/chromium``. When it is missing, the
 session installs it (``apt-get install -y chromium chromium-driver``, as root, under a file lock
@@ -34,7 +35,7 @@ from responses_gateway.config import parse_config
 from responses_gateway.mcp.security import McpPolicy
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
-from responses_gateway.tenancy import TenancyPolicy, parse_keys
+from responses_gateway.tenancy import KEYS_FILE_ENV
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
 from responses_gateway.testing.server import RunningServer, run_in_thread
@@ -83,6 +84,7 @@ class ConsoleStack:
     gateway: RunningServer
     dynamo: LocalDynamo
     store: DynamoStore
+    keys_file: Path
 
     def http(self, who: str) -> httpx.Client:
         return httpx.Client(
@@ -93,7 +95,7 @@ class ConsoleStack:
 
 
 @pytest.fixture(scope="session")
-def console_stack() -> Iterator[ConsoleStack]:
+def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     upstream = ScriptedUpstream(demo=False)
     upstream_server = run_in_thread(create_fake_upstream_app(upstream))
     base = f"{upstream_server.url}/v1"
@@ -104,18 +106,19 @@ def console_stack() -> Iterator[ConsoleStack]:
                 {"name": "resp", "base_url": base, "api": "responses", "models": [OTHER_MODEL]},
             ],
             "operators": ["ops"],
+            "budgets": {"daily_tokens": 1_000_000_000},
         },
         env={},
     )
     dynamo = start_local_dynamodb(table_name="console-e2e")
     store = DynamoStore(dynamo.client, dynamo.table_name)
     app = create_app(config, store, mcp_policy=McpPolicy(allow_http=True, allow_loopback=True))
-    app.state.tenancy = TenancyPolicy(
-        keys=parse_keys(",".join(f"{key}:{who}" for who, key in KEYS.items()))
-    )
+    keys_file = tmp_path_factory.mktemp("console-keys") / "keys"
+    keys_file.write_text("".join(f"{key}:{who}\n" for who, key in KEYS.items()))
+    app.state.tenancy_env = {KEYS_FILE_ENV: str(keys_file)}  # re-read when it changes
     gateway = run_in_thread(app)
     try:
-        yield ConsoleStack(upstream, gateway, dynamo, store)
+        yield ConsoleStack(upstream, gateway, dynamo, store, keys_file)
     finally:
         gateway.stop()
         upstream_server.stop()

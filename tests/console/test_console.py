@@ -82,8 +82,9 @@ def test_codex_store_false_session_shows_in_requests_under_its_thread_id(
     cells = rows.nth(0).locator("td").all_inner_texts()
     assert cells[0] == second
     assert cells[2:4] == [MODEL, "completed"]
-    assert cells[4] == "chat/chat" and cells[6] == "24"  # provider/wire, 20 + 4 tokens
-    assert cells[9] == thread and cells[-1] == "no"
+    assert cells[4] == "chat/chat" and cells[7] == "24"  # provider/wire, 20 + 4 tokens
+    assert 0 <= int(cells[6]) <= int(cells[5])  # time to first token within the duration
+    assert cells[10] == thread and cells[-1] == "no"
     tab.shot("requests")
 
     tab.open(f"#/response/{first}")
@@ -346,3 +347,127 @@ def test_playground_streams_and_answers_an_approval(
     sent = stack.upstream.model_requests()
     assert len(sent) == 2  # the approved call ran without asking the model again
     tab.shot("playground")
+
+
+_UNLABELLED = """() => [...document.querySelectorAll('#page input, #page textarea, #page select')]
+    .filter(i => i.type !== 'hidden' && i.labels.length === 0 && !i.getAttribute('aria-label'))
+    .map(i => i.name || i.id)"""
+"""Form fields of the page without a label (accessible markup: there must be none)."""
+
+
+def _page_fits(tab: Any, width: int) -> None:
+    assert tab.page.evaluate("document.documentElement.scrollWidth") <= width + 1
+
+
+def test_keys_page_creates_a_key_budgets_it_and_revokes_it(
+    stack: ConsoleStack, console: Any
+) -> None:
+    ops = console("ops")
+    ops.open("#/keys")
+    ops.wait_ready("keys")
+    assert ops.page.evaluate(_UNLABELLED) == []
+    listed = ops.page.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
+    assert len(listed) == len(KEYS)  # ids only: a key's value is never listed
+    assert not any(value in ops.page.inner_text("#page") for value in KEYS.values())
+
+    ops.page.fill("#key-tenant", "gamma")
+    ops.page.click("#key-form button[type=submit]")
+    value = ops.page.wait_for_selector("#new-key-value").inner_text()
+    key_id = ops.page.inner_text("#new-key p").split()[2]
+    ops.page.wait_for_selector(f'tbody tr[data-id="{key_id}"]')
+    assert f"{value}:gamma" in stack.keys_file.read_text()
+
+    ops.page.fill("#budget-tenant", "gamma")
+    ops.page.fill("#limit-daily_tokens", "0")
+    ops.page.click("#budget-form button[type=submit]")
+    ops.page.wait_for_selector("#budget-status:has-text('Saved the limits of gamma')")
+    assert "Daily tokens: 0" in ops.page.inner_text("#budget-spend")
+    ops.shot("keys")
+
+    gamma = openai.OpenAI(base_url=f"{stack.gateway.url}/v1", api_key=value, max_retries=0)
+    with pytest.raises(openai.RateLimitError) as spent:
+        gamma.responses.create(model=MODEL, input="over budget")
+    refused_id = spent.value.response.headers["x-request-id"]
+
+    ops.page.click(f'button[aria-label="Revoke key {key_id}"]')
+    ops.page.click(f'button[aria-label="Revoke key {key_id}"]:has-text("Confirm revoke")')
+    ops.page.wait_for_selector(f'tbody tr[data-id="{key_id}"]', state="detached")
+    with pytest.raises(openai.AuthenticationError) as revoked:
+        gamma.responses.create(model=MODEL, input="revoked")
+    unauthenticated_id = revoked.value.response.headers["x-request-id"]
+
+    ops.open("#/requests")
+    ops.wait_ready("requests")
+    ops.page.fill("input[name=tenant]", "gamma")
+    ops.page.click("form.filters button[type=submit]")
+    row = ops.page.wait_for_selector(f'tbody tr[data-id="{refused_id}"]')
+    assert "refused" in row.inner_text() and "insufficient_quota" in row.inner_text()
+    with stack.http("ops") as http:
+        logged = http.get(
+            "/v1/console/requests", params={"tenant": "(unauthenticated)", "limit": 200}
+        ).json()["data"]
+    (failed,) = [r for r in logged if r["id"] == unauthenticated_id]
+    assert (failed["http_status"], failed["error_code"]) == (401, "invalid_api_key")
+    assert failed["model"] == "" and failed["api_key_id"] == ""  # the body is never read
+
+    phone = console("ops", width=390, height=844)
+    phone.open("#/keys")
+    phone.wait_ready("keys")
+    _page_fits(phone, 390)
+    phone.shot("keys-phone")
+
+    beta = console("beta")
+    beta.open("#/keys")
+    beta.wait_ready("keys")
+    assert "needs an operator key" in beta.page.inner_text("#page")
+    assert beta.page.input_value("#budget-tenant") == "beta"
+    with stack.http("beta") as http:
+        denied = http.post("/v1/console/keys", json={"tenant": "beta"})
+        assert denied.status_code == 403
+        assert (
+            http.put("/v1/console/budgets", params={"tenant": "beta"}, json={}).status_code == 403
+        )
+
+
+def test_conversations_page_lists_and_walks_a_conversation(
+    stack: ConsoleStack, console: Any
+) -> None:
+    client = _client(stack, "alpha")
+    conversation = client.conversations.create(
+        metadata={"topic": "walk"},
+        items=[{"type": "message", "role": "user", "content": "first question"}],
+    )
+    stack.upstream.push(Turn(text="the answer", usage=Usage(8, 2)))
+    client.responses.create(model=MODEL, input="second question", conversation=conversation.id)
+
+    tab = console("alpha")
+    tab.open("#/conversations")
+    tab.wait_ready("conversations")
+    row = tab.page.locator(f'tbody tr[data-id="{conversation.id}"]')
+    assert "topic=walk" in row.inner_text()
+    assert tab.page.evaluate(_UNLABELLED) == []
+    tab.shot("conversations")
+
+    row.get_by_role("link", name=conversation.id).click()
+    tab.wait_ready("conversation")
+    steps = tab.page.locator("ol.timeline > li")
+    assert steps.evaluate_all("items => items.map(i => i.dataset.side)") == [
+        "user",
+        "user",
+        "assistant",
+    ]
+    assert [text.split("\n")[-1] for text in steps.all_inner_texts()] == [
+        "first question",
+        "second question",
+        "the answer",
+    ]
+    tab.shot("conversation")
+
+    phone = console("alpha", width=390, height=844)
+    phone.open(f"#/conversation/{conversation.id}")
+    phone.wait_ready("conversation")
+    _page_fits(phone, 390)
+    phone.open("#/conversations")
+    phone.wait_ready("conversations")
+    _page_fits(phone, 390)
+    phone.shot("conversations-phone")

@@ -115,6 +115,7 @@ def test_app_functions_load_no_heavy_module_at_init(
     assert not HEAVY & loaded, HEAVY & loaded
     assert "aws_lambda_powertools.utilities.parameters" not in loaded
     assert "responses_gateway.testing" not in loaded
+    assert "responses_gateway.store.sqlite" not in loaded  # deployed: DynamoDB only
 
 
 def test_authorizer_loads_only_the_tenancy_rule(deployed_env: dict[str, str]) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
-from responses_gateway.api import console, conversations, responses, traces, usage
+from responses_gateway.api import admin, console, conversations, responses, traces, usage
 from responses_gateway.store.table import TABLE_DEFINITION, TTL_ATTRIBUTE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,7 +35,7 @@ EXECUTION_ARNS = (
     + ":*"
 )
 API_FUNCTIONS = {"StreamingFunction", "BufferedFunction"}
-UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction"}
+UPSTREAM_CALLERS = {"StreamingFunction", "WorkerFunction", "SocketFunction"}
 SEALING_SECRET_ARN = {
     "Fn::If": [
         "GenerateSealingKeys",
@@ -81,6 +81,7 @@ def _app_routes() -> set[tuple[str, str]]:
             conversations.router,
             usage.router,
             console.router,
+            admin.router,
             traces.router,
         )
         for route in router.routes
@@ -174,6 +175,7 @@ def test_every_function_is_arm64_on_one_python_runtime_with_matching_layers(
         "BufferedFunction",
         "WorkerFunction",
         "AuthorizerFunction",
+        "SocketFunction",
     }
     runtimes = {f["Properties"]["Runtime"] for f in functions.values()}
     assert len(runtimes) == 1
@@ -288,6 +290,7 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
         "BufferedFunctionRole",
         "WorkerFunctionRole",
         "AuthorizerFunctionRole",
+        "SocketFunctionRole",
         "BackgroundStateMachineRole",
     }
     for name, role in roles.items():
@@ -330,6 +333,21 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
             elif sorted(actions) == ["states:DescribeExecution", "states:StopExecution"]:
                 assert name.removesuffix("Role") in API_FUNCTIONS
                 assert resources == [{"Fn::Sub": EXECUTION_ARNS}], name
+            elif actions == ["execute-api:ManageConnections"]:
+                assert name == "SocketFunctionRole"
+                assert resources == [
+                    {
+                        "Fn::Sub": "arn:${AWS::Partition}:execute-api:${AWS::Region}:"
+                        "${AWS::AccountId}:${SocketApi}/*"
+                    }
+                ]
+            elif actions == ["lambda:InvokeFunction"] and name == "SocketFunctionRole":
+                assert resources == [  # itself only (the asynchronous runs)
+                    {
+                        "Fn::Sub": "arn:${AWS::Partition}:lambda:${AWS::Region}:"
+                        "${AWS::AccountId}:function:${AWS::StackName}-socket"
+                    }
+                ]
             elif actions == ["lambda:InvokeFunction"]:
                 assert name == "BackgroundStateMachineRole"
                 ((pattern, variables),) = [r["Fn::Sub"] for r in resources]

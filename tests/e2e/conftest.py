@@ -1,16 +1,24 @@
 """End-to-end fixtures: the gateway served over HTTP in front of the scripted fake upstream.
 
-One fake upstream and one gateway per session (each on a loopback port, in a thread); the script,
-the recordings and the upgrade latch are reset before every test. The client is the official
-``openai`` SDK with retries off, so every upstream request a test causes is one it can count.
+One fake upstream and one gateway per session and store kind (each on a loopback port, in a
+thread); the script, the recordings and the upgrade latch are reset before every test. The client
+is the official ``openai`` SDK with retries off, so every upstream request a test causes is one it
+can count.
+
+Every module runs on the DynamoDB store (through an embedded moto server), as deployed; a module
+marked ``pytest.mark.stores("dynamodb", "sqlite")`` runs a second time on the SQLite store ``serve``
+uses by default (a file in a temporary directory), so the stores are checked end to end without
+running every module twice.
 """
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import zlib
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,8 +29,10 @@ from responses_gateway.adapters.select import UpgradeLatch
 from responses_gateway.app import create_app
 from responses_gateway.config import GatewayConfig, parse_config
 from responses_gateway.mcp.security import McpPolicy
+from responses_gateway.store.base import Store
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
+from responses_gateway.store.sqlite import SqliteStore, connect_for_inspection
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
 from responses_gateway.testing.server import RunningServer, run_in_thread
@@ -36,6 +46,36 @@ CHAT_REPLAY_MODEL = "scripted-chat-replay"
 
 
 TABLE = "responses-gateway-e2e"
+STORE_KINDS = ("dynamodb",)
+"""The stores a module runs on unless it is marked ``stores(...)``."""
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "store_kind" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("stores")
+    kinds = list(marker.args) if marker else list(STORE_KINDS)
+    metafunc.parametrize("store_kind", kinds, indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def store_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+PROMPTS = {
+    "pmpt_support": {
+        "default_version": "2",
+        "versions": {
+            "1": {"instructions": "You help with {{product}}."},
+            "2": {
+                "instructions": "You help with {{product}}, for {{customer}}.",
+                "input": [{"role": "user", "content": "My name is {{customer}}."}],
+            },
+        },
+    }
+}
+"""The operator's prompt templates (``GATEWAY_CONFIG`` ``prompts``)."""
 
 
 @dataclass
@@ -44,9 +84,33 @@ class Stack:
     upstream_server: RunningServer
     gateway_server: RunningServer
     latch: UpgradeLatch
-    dynamo: LocalDynamo
+    kind: str
+    """``dynamodb`` (moto) or ``sqlite``."""
+    dynamo: LocalDynamo | None = None
+    db_path: Path | None = None
     config: GatewayConfig | None = None
-    store: DynamoStore | None = None
+    store: Store | None = None
+    _extra: list[Any] = field(default_factory=list)
+
+    def open_store(self, clock: Callable[[], float] | None = None) -> Store:
+        """Another store on the session's table or database file (with its own ``clock``);
+        closed with the session. A SQLite store with its own clock never purges on its own: it
+        would delete what the session's store still sees as live."""
+        options: dict[str, Any] = {} if clock is None else {"clock": clock}
+        made: Any
+        if self.dynamo is not None:
+            made = DynamoStore(self.dynamo.client, TABLE, **options)
+        else:
+            assert self.db_path is not None
+            purge = {} if clock is None else {"purge_interval": None}
+            made = SqliteStore(self.db_path, **options, **purge)
+        self._extra.append(made)
+        store: Store = made
+        return store
+
+    def close_stores(self) -> None:
+        for made in self._extra:
+            made.close()
 
     @property
     def base_url(self) -> str:
@@ -65,15 +129,20 @@ class Stack:
         raise AssertionError(f"{response_id} never reached status {status!r}")
 
     def scan_table(self) -> str:
-        """Everything stored in the table as text, compressed and chunked bodies decoded (for
-        secret scans: a scan of raw bytes would miss what zlib hides)."""
+        """Everything stored (in the table or the database file) as text, compressed and chunked
+        bodies decoded (for secret scans: a scan of raw bytes would miss what zlib hides)."""
+        if self.dynamo is None:
+            return self._scan_database()
         texts: list[str] = []
         chunks: dict[tuple[str, str], list[tuple[int, bytes]]] = {}
         for page in self.dynamo.client.get_paginator("scan").paginate(TableName=TABLE):
             for item in page["Items"]:
                 texts.append(repr(item))
-                if "body" in item:
-                    texts.append(_inflate(bytes(item["body"]["B"])))
+                body = item.get("body", {})
+                if "B" in body:
+                    texts.append(_inflate(bytes(body["B"])))
+                elif "S" in body:  # agent traces and spans: JSON text
+                    texts.append(body["S"])
                 if "d" in item:
                     prefix, index = item["SK"]["S"].rsplit("#", 1)
                     chunks.setdefault((item["PK"]["S"], prefix), []).append(
@@ -81,6 +150,23 @@ class Stack:
                     )
         for parts in chunks.values():
             texts.append(_inflate(b"".join(part for _, part in sorted(parts))))
+        return "\n".join(texts)
+
+    def _scan_database(self) -> str:
+        assert self.db_path is not None
+        texts: list[str] = []
+        conn = connect_for_inspection(str(self.db_path))
+        try:
+            tables = [
+                r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")
+            ]
+            for table in tables:
+                for row in conn.execute(f"SELECT * FROM {table}"):
+                    texts += [_inflate(bytes(v)) if isinstance(v, bytes) else repr(v) for v in row]
+        except sqlite3.Error as exc:
+            raise AssertionError(f"cannot read the database: {exc}") from exc
+        finally:
+            conn.close()
         return "\n".join(texts)
 
 
@@ -92,7 +178,7 @@ def _inflate(blob: bytes) -> str:
 
 
 @pytest.fixture(scope="session")
-def stack() -> Iterator[Stack]:
+def stack(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     upstream = ScriptedUpstream(demo=False)
     upstream_server = run_in_thread(create_fake_upstream_app(upstream))
     base = f"{upstream_server.url}/v1"
@@ -143,20 +229,42 @@ def stack() -> Iterator[Stack]:
                     "prefixes": ["auto/"],
                     "strip_prefix": True,
                 },
-            ]
+            ],
+            "prompts": PROMPTS,
         }
     )
     latch = UpgradeLatch()
-    dynamo = start_local_dynamodb(table_name=TABLE)
-    store = DynamoStore(dynamo.client, TABLE)
+    dynamo: LocalDynamo | None = None
+    db_path: Path | None = None
+    store: Any
+    if store_kind == "dynamodb":
+        dynamo = start_local_dynamodb(table_name=TABLE)
+        store = DynamoStore(dynamo.client, TABLE)
+    else:
+        db_path = tmp_path_factory.mktemp("e2e-sqlite") / "gateway.db"
+        store = SqliteStore(db_path)
     policy = McpPolicy(allow_http=True, allow_loopback=True)  # test MCP servers are local
     gateway_server = run_in_thread(create_app(config, store, latch=latch, mcp_policy=policy))
+    stack = Stack(
+        upstream,
+        upstream_server,
+        gateway_server,
+        latch,
+        store_kind,
+        dynamo=dynamo,
+        db_path=db_path,
+        config=config,
+        store=store,
+    )
     try:
-        yield Stack(upstream, upstream_server, gateway_server, latch, dynamo, config, store)
+        yield stack
     finally:
         gateway_server.stop()
         upstream_server.stop()
-        dynamo.stop()
+        stack.close_stores()
+        store.close()
+        if dynamo is not None:
+            dynamo.stop()
 
 
 @pytest.fixture

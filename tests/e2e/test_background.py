@@ -22,6 +22,8 @@ from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 from .conftest import Stack
 
+pytestmark = pytest.mark.stores("dynamodb", "sqlite")
+
 POLICY = McpPolicy(allow_http=True, allow_loopback=True)
 
 

@@ -389,6 +389,9 @@ def _strings(value: Any, key: str | None = None) -> list[str]:
     return []
 
 
+@pytest.mark.stores("sqlite")  # moto walks its whole table on every Query: 200 turns x 3 wires
+# of chained records (each with its item index and usage ledger rows) would cost it minutes; the
+# store's chain behaviour runs on both stores in test_state.py
 def test_chain_of_200_turns_stays_under_a_small_window(
     small: openai.OpenAI, upstream: ScriptedUpstream, wire: str
 ) -> None:

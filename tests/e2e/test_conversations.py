@@ -11,6 +11,8 @@ import pytest
 
 from responses_gateway.testing.script import ScriptedUpstream, Turn
 
+pytestmark = pytest.mark.stores("dynamodb", "sqlite")
+
 
 def _text(item: Any) -> str:
     return str(item.content[0].text)

@@ -19,7 +19,7 @@ import pytest
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn, Usage
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import TABLE, UPSTREAM_KEY, Stack
+from .conftest import UPSTREAM_KEY, Stack
 
 WEATHER_TOOL = {
     "type": "function",
@@ -473,11 +473,10 @@ def test_create_upstream_unreachable_is_502(stack: Stack, upstream: ScriptedUpst
     # Port 9 (discard) on loopback has no listener here: a connect error, before any byte.
     from responses_gateway.app import create_app
     from responses_gateway.config import parse_config
-    from responses_gateway.store.dynamo import DynamoStore
     from responses_gateway.testing.server import run_in_thread
 
     config = parse_config({"providers": [{"base_url": "http://127.0.0.1:9/v1", "api": "chat"}]})
-    store = DynamoStore(stack.dynamo.client, TABLE)
+    store = stack.open_store()
     with run_in_thread(create_app(config, store)) as server:
         for stream in (False, True):
             response = httpx.post(

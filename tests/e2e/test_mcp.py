@@ -18,6 +18,8 @@ from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 from .conftest import Stack
 
+pytestmark = pytest.mark.stores("dynamodb", "sqlite")
+
 
 @pytest.fixture(scope="module")
 def calc() -> Iterator[RunningMcpServer]:
@@ -440,17 +442,14 @@ def test_hanging_tool_times_out_into_an_error_the_model_sees(
     from responses_gateway.config import parse_config
     from responses_gateway.mcp.client import McpClient, McpLimits
     from responses_gateway.mcp.security import McpPolicy
-    from responses_gateway.store.dynamo import DynamoStore
     from responses_gateway.testing.server import run_in_thread
-
-    from .conftest import TABLE
 
     config = parse_config(
         {"providers": [{"base_url": stack.upstream_server.url + "/v1", "api": "chat"}]}
     )
     app = create_app(
         config,
-        DynamoStore(stack.dynamo.client, TABLE),
+        stack.open_store(),
         mcp_policy=McpPolicy(allow_http=True, allow_loopback=True),
     )
     app.state.gateway._mcp_client = McpClient(  # a short call budget, to keep the test quick

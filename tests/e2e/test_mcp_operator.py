@@ -23,12 +23,11 @@ from openai.types.responses.response_output_item import McpCall, McpListTools
 from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
 from responses_gateway.mcp.security import McpPolicy
-from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import MODELS, TABLE, Stack
+from .conftest import MODELS, Stack
 
 pytestmark = pytest.mark.skipif(
     importlib.util.find_spec("mcp_server_time") is None,
@@ -61,7 +60,7 @@ def gateway(stack: Stack) -> Iterator[RunningServer]:
         },
         {},
     )
-    app = create_app(config, DynamoStore(stack.dynamo.client, TABLE), mcp_policy=McpPolicy())
+    app = create_app(config, stack.open_store(), mcp_policy=McpPolicy())
     with run_in_thread(app) as server:
         yield server
 

@@ -20,6 +20,8 @@ from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 
 from .conftest import UPSTREAM_KEY, Stack
 
+pytestmark = pytest.mark.stores("dynamodb", "sqlite")
+
 WEATHER = {
     "type": "function",
     "name": "get_weather",
@@ -399,16 +401,13 @@ def test_expired_records_are_invisible_before_ttl_deletes_them(
 
     from responses_gateway.app import create_app
     from responses_gateway.config import parse_config
-    from responses_gateway.store.dynamo import DynamoStore
     from responses_gateway.testing.server import run_in_thread
-
-    from .conftest import TABLE
 
     upstream.push(Turn(text="old"))
     rid = http.post("/responses", json={"model": "scripted-chat", "input": "Hi"}).json()["id"]
     conversation = http.post("/conversations", json={}).json()["id"]
 
-    later = DynamoStore(stack.dynamo.client, TABLE, clock=lambda: time.time() + 31 * 86400)
+    later = stack.open_store(clock=lambda: time.time() + 31 * 86400)
     config = parse_config({"providers": [{"base_url": stack.upstream_server.url + "/v1"}]})
     with (
         run_in_thread(create_app(config, later)) as server,

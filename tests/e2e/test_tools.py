@@ -355,6 +355,11 @@ def test_hosted_tool_rejected_under_the_reject_policy(
     assert upstream.model_requests() == []
 
 
+EVERY_RESULT = [
+    "web_search_call.action.sources",
+    "file_search_call.results",
+    "code_interpreter_call.outputs",
+]
 RELAYED: list[RelayedItem] = [
     hosted.web_search_call("ws_1", "weather paris", ["https://example.com"]),
     hosted.image_generation_call("ig_1", ["AAA", "BBB"], "CCC"),
@@ -371,8 +376,9 @@ def test_responses_upstream_items_and_events_are_relayed_exactly(
     client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, relayed: RelayedItem
 ) -> None:
     upstream.push(Turn(relayed_items=[relayed], text="here"))
+    body = {"model": "scripted-responses", "input": "go", "include": EVERY_RESULT}
 
-    _, streamed = _stream(http, {"model": "scripted-responses", "input": "go"})
+    _, streamed = _stream(http, body)
 
     assert streamed["final"]["output"][0] == relayed.done
     own = [e for e in streamed["events"] if e["type"] in {x["type"] for x in relayed.events}]
@@ -383,6 +389,36 @@ def test_responses_upstream_items_and_events_are_relayed_exactly(
     with client.responses.stream(model="scripted-responses", input="go") as stream:
         final = stream.get_final_response()
     assert final.output[0].type == relayed.done["type"]
+
+
+@pytest.mark.parametrize("wire", LOWERED)
+def test_apply_patch_call_cut_off_by_the_model_passes_the_strict_stream_helper(
+    client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    cut = Turn(
+        tool_calls=[ToolCall("apply_patch", '{"type": "create_file", "path": "a.txt"', "call_1")],
+        finish="length",
+    )
+    tools: Any = [{"type": "apply_patch"}]
+    upstream.push(cut)
+
+    _, streamed = _stream(http, {"model": model, "input": "patch", "tools": tools})
+
+    final = streamed["final"]
+    assert (final["status"], final["incomplete_details"]) == (
+        "incomplete",
+        {"reason": "max_output_tokens"},
+    )
+    assert [(i["type"], i["status"]) for i in final["output"]] == [
+        ("apply_patch_call", "in_progress")
+    ]
+
+    upstream.push(cut)
+    with client.responses.stream(model=model, input="patch", tools=tools) as stream:
+        events = list(stream)  # parsed strictly, each event as its SDK type
+    assert events[-1].type == "response.incomplete"
+    output = events[-1].response.output
+    assert [(i.type, i.status) for i in output] == [("apply_patch_call", "in_progress")]
 
 
 # --------------------------------------------------------------------------- tool_search

@@ -124,6 +124,19 @@ def test_decide_after_call_llm_gateway_run_tool_calls_execute_next() -> None:
     assert decide_after_call_llm(_state([SERVER_SEARCH, search])) == ExecuteTools((0, 1))
 
 
+def test_decide_after_call_llm_every_backed_hosted_call_executes_next() -> None:
+    calls = [
+        {"type": kind, "id": f"h_{i}", "status": "in_progress"}
+        for i, kind in enumerate(
+            ["file_search_call", "code_interpreter_call", "image_generation_call"]
+        )
+    ]
+    finished = {"type": "file_search_call", "id": "h_9", "status": "completed"}
+
+    assert decide_after_call_llm(_state([*calls, finished])) == ExecuteTools((0, 1, 2))
+    assert decide_after_execute_tools(_state([finished])) == CallLlm()
+
+
 def test_decide_after_call_llm_client_tool_search_and_custom_calls_finish() -> None:
     client = {**SERVER_SEARCH, "execution": "client", "status": "completed"}
     custom = {"type": "custom_tool_call", "call_id": "c", "name": "x", "input": ""}

@@ -250,6 +250,16 @@ def test_lowered_call_cut_off_is_reported_incomplete_when_the_writer_closes() ->
     assert state.output[0]["status"] == "incomplete"
 
 
+def test_cut_off_apply_patch_call_takes_the_status_its_sdk_type_accepts() -> None:
+    state, _, out = _bound([{"type": "apply_patch"}])
+
+    out.function_call(name="apply_patch", call_id="call_1").arguments('{"type": "delete_fi')
+    out.close_open("incomplete")
+
+    assert state.output[0]["type"] == "apply_patch_call"
+    assert state.output[0]["status"] == "in_progress"  # ResponseApplyPatchToolCall: no incomplete
+
+
 def test_namespaced_function_call_streams_under_its_inner_name() -> None:
     namespace = {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]}
     state, sink, out = _bound([namespace])

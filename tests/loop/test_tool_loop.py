@@ -10,6 +10,7 @@ from responses_gateway.loop import LoopContext, LoopState, run_loop
 from responses_gateway.loop.driver import build_model_call, decide_start
 from responses_gateway.loop.events import (
     ArgumentsFinished,
+    ItemEvent,
     ItemFinished,
     ItemStarted,
     LoopEvent,
@@ -243,3 +244,66 @@ async def test_gateway_call_cut_off_by_length_is_never_announced() -> None:
     assert state.output == [] and tools.executed == []
     assert state.status == "incomplete"
     assert not any(isinstance(e, ArgumentsFinished) for e in sink.events)
+
+
+class ChatModel(Model):
+    wire = "chat"
+
+    def __init__(self, *turns: list[tuple[str, str]] | str, stop: Any = "stop") -> None:
+        super().__init__(*turns)
+        self.stop = stop
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        await super().call_llm(call, out)
+        return TurnResult(stop=self.stop)
+
+
+class Backend:
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.items: list[dict[str, Any]] = []
+
+    async def run(self, item: dict[str, Any]) -> ToolOutcome:
+        self.items.append(dict(item))
+        return ToolOutcome(output=self.answer)
+
+
+async def test_backed_image_generation_fills_its_item_streams_partials_and_loops_back() -> None:
+    answer = '{"result": "QUJD", "revised_prompt": "a red cat", "partial_images": ["QQ=="]}'
+    backend, sink = Backend(answer), Recorder()
+    model = ChatModel([("image_generation", '{"prompt": "a cat"}')], "Here.")
+    ctx = LoopContext(model, "m", backends={"image_generation": backend})
+
+    state = await run_loop(_state(tools=[{"type": "image_generation"}]), ctx, sink)
+
+    image = state.output[0]
+    assert image == {
+        "id": image["id"],
+        "type": "image_generation_call",
+        "result": "QUJD",
+        "revised_prompt": "a red cat",
+        "status": "completed",
+    }
+    assert backend.items[0]["revised_prompt"] == "a cat"
+    names = [e.name for e in sink.events if isinstance(e, ItemEvent)]
+    assert names == [
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.generating",
+        "response.image_generation_call.partial_image",
+        "response.image_generation_call.completed",
+    ]
+    assert model.calls[1].input[-1] == {
+        "type": "function_call_output",
+        "call_id": image["id"],
+        "output": answer,
+    }
+
+
+async def test_hosted_call_left_unrun_is_closed_with_its_kinds_cut_off_status() -> None:
+    model = ChatModel([("image_generation", '{"prompt": "a cat"}')], stop="length")
+    ctx = LoopContext(model, "m", backends={"image_generation": Backend("")})
+
+    state = await run_loop(_state(tools=[{"type": "image_generation"}]), ctx, Recorder())
+
+    assert state.status == "incomplete"
+    assert state.output[0]["status"] == "failed"  # the SDK's image status has no incomplete

@@ -16,13 +16,14 @@ from typing import Any
 
 import pytest
 
-from responses_gateway.config import OperatorMcpServer
+from responses_gateway.config import OperatorMcpServer, ToolBackend
 from responses_gateway.errors import InvalidRequestError
-from responses_gateway.gateway_tools import McpToolRegistry
+from responses_gateway.gateway_tools import McpBackend, McpToolRegistry
 from responses_gateway.loop.events import LoopEvent
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import LoopState
 from responses_gateway.mcp import McpClient, McpPolicy, McpServer, select_server
+from responses_gateway.mcp.client import ToolResult
 from responses_gateway.protocol.request import McpTool
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_server.py"))
@@ -171,3 +172,34 @@ async def test_registry_lists_and_calls_an_operator_stdio_server_under_request_r
     )
     assert (outcome.output, outcome.error) == ("hi", None)
     assert "operator-env-secret" not in repr(registry.model_tools()) + repr(state.output)
+
+
+class _RecordingClient:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    async def call_tool(self, server: McpServer, name: str, arguments: Any) -> Any:
+        self.calls.append((name, arguments))
+        return ToolResult(output="ok")
+
+
+@pytest.mark.parametrize(
+    ("kind", "argument", "item", "sent"),
+    [
+        ("web_search", None, {"action": {"type": "search", "query": "q"}}, {"query": "q"}),
+        ("file_search", "text", {"queries": ["a", "b"]}, {"text": "a b"}),
+        ("code_interpreter", None, {"code": "print(1)"}, {"code": "print(1)"}),
+        ("image_generation", "description", {"revised_prompt": "cat"}, {"description": "cat"}),
+    ],
+)
+async def test_backend_calls_its_tool_with_the_kinds_value_under_the_configured_argument(
+    kind: str, argument: str | None, item: dict[str, Any], sent: dict[str, Any]
+) -> None:
+    client = _RecordingClient()
+    config = ToolBackend(kind, "docs", "tool", argument)
+    backend = McpBackend(config, REMOTE, client)  # type: ignore[arg-type]
+
+    outcome = await backend.run({"type": f"{kind}_call", "id": "h_1", **item})
+
+    assert client.calls == [("tool", sent)]
+    assert (outcome.output, outcome.error) == ("ok", None)

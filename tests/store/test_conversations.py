@@ -1,4 +1,5 @@
-"""DynamoStore's conversations against a real (embedded moto) DynamoDB endpoint."""
+"""Conversations, against every store (``store``: DynamoDB on an embedded moto endpoint, then
+SQLite), plus the DynamoDB layout (``dynamodb_only``)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from responses_gateway.store import RECORD_VERSION, Conversation, DynamoStore, StoreError
+from responses_gateway.store import RECORD_VERSION, Conversation, DynamoStore, Store, StoreError
 from responses_gateway.store.local import LocalDynamo
+
+from .conftest import stored_rows
 
 DAY = 86_400
 CREATED = 1_700_000_000
@@ -40,16 +43,14 @@ def ids_of(items: list[dict[str, Any]]) -> list[str]:
 
 
 async def new_conversation(
-    store: DynamoStore, tenant: str, items: list[dict[str, Any]] | None = None, cid: str = "conv_1"
+    store: Store, tenant: str, items: list[dict[str, Any]] | None = None, cid: str = "conv_1"
 ) -> Conversation:
     conversation = Conversation(tenant=tenant, id=cid, created_at=CREATED, metadata={"topic": "x"})
     await store.create_conversation(conversation, items or [])
     return conversation
 
 
-async def test_create_conversation_then_get_returns_metadata(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_create_conversation_then_get_returns_metadata(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item("a"), item("b")])
 
     got = await store.get_conversation(tenant, "conv_1")
@@ -66,7 +67,7 @@ async def test_create_conversation_then_get_returns_metadata(
 
 
 async def test_create_conversation_existing_id_raises_store_error(
-    store: DynamoStore, tenant: str
+    store: Store, tenant: str
 ) -> None:
     await new_conversation(store, tenant, [item("a")])
 
@@ -76,7 +77,7 @@ async def test_create_conversation_existing_id_raises_store_error(
     assert ids_of(await store.all_items(tenant, "conv_1")) == ["a"]
 
 
-async def test_create_conversation_many_items_keeps_order(store: DynamoStore, tenant: str) -> None:
+async def test_create_conversation_many_items_keeps_order(store: Store, tenant: str) -> None:
     items = [item(f"i{n:03d}") for n in range(120)]
 
     await new_conversation(store, tenant, items)
@@ -84,7 +85,7 @@ async def test_create_conversation_many_items_keeps_order(store: DynamoStore, te
     assert ids_of(await store.all_items(tenant, "conv_1")) == ids_of(items)
 
 
-async def test_get_conversation_other_tenant_returns_none(store: DynamoStore, tenant: str) -> None:
+async def test_get_conversation_other_tenant_returns_none(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item("a")])
     other = f"{tenant}-other"
 
@@ -98,7 +99,7 @@ async def test_get_conversation_other_tenant_returns_none(store: DynamoStore, te
         await store.all_items(other, "conv_1")
 
 
-async def test_update_conversation_replaces_metadata(store: DynamoStore, tenant: str) -> None:
+async def test_update_conversation_replaces_metadata(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant)
 
     updated = await store.update_conversation(tenant, "conv_1", {"k": "v"})
@@ -110,7 +111,7 @@ async def test_update_conversation_replaces_metadata(store: DynamoStore, tenant:
 
 
 async def test_delete_conversation_hides_and_purges_items(
-    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+    store: Store, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
     await new_conversation(store, tenant, [item("a"), item("b")])
 
@@ -123,12 +124,10 @@ async def test_delete_conversation_hides_and_purges_items(
         await store.append_items(tenant, "conv_1", [item("c")])
     with pytest.raises(LookupError):
         await store.list_items(tenant, "conv_1")
-    assert rows_of(local_dynamo, tenant) == []
+    assert stored_rows(store, tenant) == 0
 
 
-async def test_get_conversation_expired_returns_none(
-    store: DynamoStore, tenant: str, clock: Any
-) -> None:
+async def test_get_conversation_expired_returns_none(store: Store, tenant: str, clock: Any) -> None:
     await new_conversation(store, tenant, [item("a")])
     clock.now = CREATED + 30 * DAY
 
@@ -140,7 +139,7 @@ async def test_get_conversation_expired_returns_none(
 
 
 async def test_append_items_20_concurrent_appends_all_land_contiguous(
-    store: DynamoStore, tenant: str
+    store: Store, tenant: str
 ) -> None:
     await new_conversation(store, tenant, [item("first")])
     batches = [[item(f"a{k:02d}_{j}") for j in range(3)] for k in range(20)]
@@ -155,7 +154,7 @@ async def test_append_items_20_concurrent_appends_all_land_contiguous(
 
 
 async def test_append_items_missing_conversation_raises_lookup_error(
-    store: DynamoStore, tenant: str
+    store: Store, tenant: str
 ) -> None:
     with pytest.raises(LookupError):
         await store.append_items(tenant, "nope", [item("a")])
@@ -163,9 +162,57 @@ async def test_append_items_missing_conversation_raises_lookup_error(
         await store.append_items(tenant, "nope", [])
 
 
-async def test_list_items_asc_pages_with_after_and_has_more(
-    store: DynamoStore, tenant: str
+async def test_append_items_once_key_appends_a_turn_once(store: Store, tenant: str) -> None:
+    await new_conversation(store, tenant, [item("first")])
+    turn = [item("q1"), item("a1")]
+
+    await store.append_items(tenant, "conv_1", turn, once_key="resp_1")
+    await store.append_items(tenant, "conv_1", turn, once_key="resp_1")  # a retry
+    await store.append_items(tenant, "conv_1", [item("q2")], once_key="resp_2")
+    await store.append_items(tenant, "conv_1", [item("q3")])  # unkeyed appends always land
+    await store.append_items(tenant, "conv_1", turn, once_key="resp_1")
+
+    assert ids_of(await store.all_items(tenant, "conv_1")) == ["first", "q1", "a1", "q2", "q3"]
+    page = await store.list_items(tenant, "conv_1", order="desc", limit=2)
+    assert (ids_of(page.data), page.has_more) == (["q3", "q2"], True)
+
+
+async def test_append_items_once_key_concurrent_same_key_lands_once(
+    store: Store, tenant: str
 ) -> None:
+    await new_conversation(store, tenant)
+    turn = [item("q"), item("a")]
+
+    await asyncio.gather(
+        *(store.append_items(tenant, "conv_1", turn, once_key="resp_1") for _ in range(10))
+    )
+
+    assert ids_of(await store.all_items(tenant, "conv_1")) == ["q", "a"]
+
+
+async def test_append_items_once_key_is_per_conversation_and_tenant(
+    store: Store, tenant: str
+) -> None:
+    await new_conversation(store, tenant, cid="conv_1")
+    await new_conversation(store, tenant, cid="conv_2")
+    await new_conversation(store, f"{tenant}-b", cid="conv_1")
+
+    for t, cid in ((tenant, "conv_1"), (tenant, "conv_2"), (f"{tenant}-b", "conv_1")):
+        await store.append_items(t, cid, [item(f"x_{cid}")], once_key="resp_1")
+
+    assert ids_of(await store.all_items(tenant, "conv_1")) == ["x_conv_1"]
+    assert ids_of(await store.all_items(tenant, "conv_2")) == ["x_conv_2"]
+    assert ids_of(await store.all_items(f"{tenant}-b", "conv_1")) == ["x_conv_1"]
+
+
+async def test_append_items_once_key_missing_conversation_raises_lookup_error(
+    store: Store, tenant: str
+) -> None:
+    with pytest.raises(LookupError):
+        await store.append_items(tenant, "nope", [item("a")], once_key="resp_1")
+
+
+async def test_list_items_asc_pages_with_after_and_has_more(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item(f"i{n}") for n in range(4)])
     await store.append_items(tenant, "conv_1", [item(f"i{n}") for n in range(4, 7)])
 
@@ -178,9 +225,7 @@ async def test_list_items_asc_pages_with_after_and_has_more(
     assert (ids_of(last.data), last.has_more) == (["i6"], False)
 
 
-async def test_list_items_desc_pages_with_after_and_has_more(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_list_items_desc_pages_with_after_and_has_more(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item(f"i{n}") for n in range(3)])
     await store.append_items(tenant, "conv_1", [item("i3"), item("i4")])
     await store.append_items(tenant, "conv_1", [item("i5"), item("i6")])
@@ -196,7 +241,7 @@ async def test_list_items_desc_pages_with_after_and_has_more(
     assert (empty.data, empty.has_more) == ([], False)
 
 
-async def test_list_items_exact_page_has_more_false(store: DynamoStore, tenant: str) -> None:
+async def test_list_items_exact_page_has_more_false(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item(f"i{n}") for n in range(3)])
 
     page = await store.list_items(tenant, "conv_1", limit=3, order="asc")
@@ -204,16 +249,14 @@ async def test_list_items_exact_page_has_more_false(store: DynamoStore, tenant: 
     assert (ids_of(page.data), page.has_more) == (["i0", "i1", "i2"], False)
 
 
-async def test_list_items_unknown_after_raises_lookup_error(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_list_items_unknown_after_raises_lookup_error(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item("a")])
 
     with pytest.raises(LookupError):
         await store.list_items(tenant, "conv_1", after="missing")
 
 
-async def test_get_item_and_delete_item_by_id(store: DynamoStore, tenant: str) -> None:
+async def test_get_item_and_delete_item_by_id(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item("a", "hello"), item("b"), item("c")])
 
     got = await store.get_item(tenant, "conv_1", "b")
@@ -228,7 +271,7 @@ async def test_get_item_and_delete_item_by_id(store: DynamoStore, tenant: str) -
 
 
 async def test_append_items_5mb_item_round_trips_intact(
-    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+    store: Store, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
     await new_conversation(store, tenant, [item("a")])
     image = base64.b64encode(os.urandom(3_750_000)).decode()
@@ -247,9 +290,11 @@ async def test_append_items_5mb_item_round_trips_intact(
     assert (await store.all_items(tenant, "conv_1"))[1] == large
     assert await store.delete_item(tenant, "conv_1", "big") is True
     assert ids_of(await store.all_items(tenant, "conv_1")) == ["a", "after"]
-    assert not [r for r in rows_of(local_dynamo, tenant) if r["SK"]["S"].startswith("P#")]
+    if isinstance(store, DynamoStore):
+        assert not [r for r in rows_of(local_dynamo, tenant) if r["SK"]["S"].startswith("P#")]
 
 
+@pytest.mark.dynamodb_only
 async def test_conversation_rows_carry_schema_version_and_ttl(
     store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
@@ -263,9 +308,7 @@ async def test_conversation_rows_carry_schema_version_and_ttl(
     assert all(int(r["ttl"]["N"]) == CREATED + 30 * DAY for r in rows)
 
 
-async def test_delete_item_concurrent_in_one_append_both_removed(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_delete_item_concurrent_in_one_append_both_removed(store: Store, tenant: str) -> None:
     await new_conversation(store, tenant, [item("a"), item("b"), item("c"), item("d")])
 
     results = await asyncio.gather(
@@ -277,18 +320,19 @@ async def test_delete_item_concurrent_in_one_append_both_removed(
 
 
 async def test_delete_item_last_of_append_removes_row(
-    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+    store: Store, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
     await new_conversation(store, tenant, [item("a")])
     await store.append_items(tenant, "conv_1", [item("b")])
 
     assert await store.delete_item(tenant, "conv_1", "b") is True
 
-    assert sorted(r["SK"]["S"] for r in rows_of(local_dynamo, tenant)) == [
-        "I#000000000000",
-        "M",
-        "X#a",
-    ]
+    if isinstance(store, DynamoStore):
+        assert sorted(r["SK"]["S"] for r in rows_of(local_dynamo, tenant)) == [
+            "I#000000000000",
+            "M",
+            "X#a",
+        ]
     page = await store.list_items(tenant, "conv_1", after="a", order="asc")
     assert (page.data, page.has_more) == ([], False)
 
@@ -306,6 +350,7 @@ class FailingPut:
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "x"}}, "PutItem")
 
 
+@pytest.mark.dynamodb_only
 async def test_append_items_failed_commit_leaves_no_partial_append(
     store: DynamoStore, local_dynamo: LocalDynamo, tenant: str, clock: Any
 ) -> None:
@@ -326,6 +371,7 @@ async def test_append_items_failed_commit_leaves_no_partial_append(
     assert ids_of(page.data) == ["a", "d"]
 
 
+@pytest.mark.dynamodb_only
 async def test_append_items_duplicate_reservation_re_reserves_instead_of_overwriting(
     store: DynamoStore, tenant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -347,3 +393,37 @@ async def test_append_items_duplicate_reservation_re_reserves_instead_of_overwri
 
     assert ids_of(await store.all_items(tenant, "conv_1")) == ["first", "a", "b"]
     assert len(answers) == 3  # the collision was detected and a fresh range reserved
+
+
+async def test_list_conversations_pages_newest_first_with_current_metadata(
+    store: Store, tenant: str
+) -> None:
+    for i in range(5):
+        made = Conversation(tenant, f"conv_l{i}", CREATED + i, {"n": str(i)})
+        await store.create_conversation(made, [item(f"i{i}")] if i % 2 else [])
+    await store.create_conversation(Conversation(f"{tenant}-b", "conv_x", CREATED + 9), [])
+    await store.update_conversation(tenant, "conv_l3", {"n": "three"})
+    assert await store.delete_conversation(tenant, "conv_l1") is True
+
+    first = await store.list_conversations(tenant, limit=2)
+    assert [(c.id, c.metadata) for c in first.conversations] == [
+        ("conv_l4", {"n": "4"}),
+        ("conv_l3", {"n": "three"}),
+    ]
+    assert first.conversations[0].created_at == CREATED + 4
+    rest = await store.list_conversations(tenant, before=first.next_cursor, limit=2)
+    assert [c.id for c in rest.conversations] == ["conv_l2", "conv_l0"]
+    if rest.next_cursor is not None:  # DynamoDB may not know the page was the last
+        assert (await store.list_conversations(tenant, before=rest.next_cursor)).conversations == []
+    assert (await store.list_conversations(f"{tenant}-nobody")).conversations == []
+
+
+async def test_list_conversations_leaves_out_expired_ones(
+    store: Store, tenant: str, clock: Any
+) -> None:
+    await store.create_conversation(
+        Conversation(tenant, "conv_short", CREATED, expires_at=int(clock()) + 10), []
+    )
+    await store.create_conversation(Conversation(tenant, "conv_long", CREATED + 1), [])
+    clock.advance(11)
+    assert [c.id for c in (await store.list_conversations(tenant)).conversations] == ["conv_long"]

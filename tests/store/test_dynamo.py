@@ -1,4 +1,5 @@
-"""DynamoStore's stored responses against a real (embedded moto) DynamoDB endpoint."""
+"""Stored responses, against every store (``store``: DynamoDB on an embedded moto endpoint, then
+SQLite), plus the DynamoDB layout and costs (``dynamodb_only``)."""
 
 from __future__ import annotations
 
@@ -13,8 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from responses_gateway.config import ConfigError
-from responses_gateway.store import RECORD_VERSION, DynamoStore, StoredResponse, StoreError
-from responses_gateway.store.dynamo import open_store
+from responses_gateway.store import RECORD_VERSION, DynamoStore, Store, StoredResponse, StoreError
 from responses_gateway.store.local import LocalDynamo
 from responses_gateway.store.table import make_client
 
@@ -65,7 +65,7 @@ def make_record(
     )
 
 
-async def build_chain(store: DynamoStore, tenant: str, depth: int) -> list[str]:
+async def build_chain(store: Store, tenant: str, depth: int) -> list[str]:
     """depth + 1 records, each continuing the previous one the way the service chains them."""
     ids = [f"resp_{n:03d}" for n in range(depth + 1)]
     records = [make_record(tenant, rid, chain=ids[:n]) for n, rid in enumerate(ids)]
@@ -90,7 +90,7 @@ def random_base64(size: int) -> str:
     return base64.b64encode(os.urandom(size * 3 // 4)).decode()[:size]
 
 
-async def test_put_response_then_get_returns_exact_record(store: DynamoStore, tenant: str) -> None:
+async def test_put_response_then_get_returns_exact_record(store: Store, tenant: str) -> None:
     record = make_record(tenant, "resp_a", conversation="conv_1")
     record.conversation_id = "conv_1"
     await store.put_response(record)
@@ -104,7 +104,7 @@ async def test_put_response_then_get_returns_exact_record(store: DynamoStore, te
     assert got.expires_at == CREATED + 30 * DAY
 
 
-async def test_get_response_other_tenant_returns_none(store: DynamoStore, tenant: str) -> None:
+async def test_get_response_other_tenant_returns_none(store: Store, tenant: str) -> None:
     await store.put_response(make_record(tenant, "resp_secret"))
 
     assert await store.get_response(f"{tenant}-other", "resp_secret") is None
@@ -114,7 +114,7 @@ async def test_get_response_other_tenant_returns_none(store: DynamoStore, tenant
 
 
 async def test_get_response_hash_in_tenant_cannot_forge_other_key(
-    store: DynamoStore, tenant: str
+    store: Store, tenant: str
 ) -> None:
     await store.put_response(make_record(f"{tenant}#R#x", "y"))
 
@@ -122,7 +122,7 @@ async def test_get_response_hash_in_tenant_cannot_forge_other_key(
 
 
 async def test_get_responses_order_and_missing_ids_returns_found_in_asked_order(
-    store: DynamoStore, tenant: str
+    store: Store, tenant: str
 ) -> None:
     for rid in ("r1", "r2", "r3"):
         await store.put_response(make_record(tenant, rid))
@@ -133,11 +133,12 @@ async def test_get_responses_order_and_missing_ids_returns_found_in_asked_order(
     assert await store.get_responses(tenant, []) == []
 
 
-async def test_get_responses_depth_100_chain_two_round_trips(
-    store: DynamoStore, tenant: str
+async def test_get_responses_depth_100_chain_every_ancestor_in_two_round_trips(
+    store: Store, tenant: str
 ) -> None:
     ids = await build_chain(store, tenant, 100)
-    store.meter.reset()
+    if isinstance(store, DynamoStore):
+        store.meter.reset()
 
     previous = await store.get_response(tenant, ids[-1])
     assert previous is not None
@@ -147,14 +148,13 @@ async def test_get_responses_depth_100_chain_two_round_trips(
     assert [r.id for r in ancestors] == ids[:-1]
     assert all(r.chain == ids[:n] for n, r in enumerate(ancestors))
     assert [r.input_items[0]["id"] for r in ancestors] == [f"in_{i}" for i in ids[:-1]]
-    total = store.meter.total()
-    assert total.round_trips == 2
-    assert total.read_units <= 110  # one unit per record, not one per ancestor of each record
+    if isinstance(store, DynamoStore):
+        total = store.meter.total()
+        assert total.round_trips == 2
+        assert total.read_units <= 110  # one unit per record, not one per ancestor of each record
 
 
-async def test_get_responses_partial_chain_reads_stored_chain(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_get_responses_partial_chain_reads_stored_chain(store: Store, tenant: str) -> None:
     ids = await build_chain(store, tenant, 12)
 
     got = await store.get_responses(tenant, [ids[7], ids[9], ids[8]])
@@ -163,6 +163,7 @@ async def test_get_responses_partial_chain_reads_stored_chain(
     assert [r.chain for r in got] == [ids[:7], ids[:9], ids[:8]]
 
 
+@pytest.mark.dynamodb_only
 async def test_put_response_deep_chain_meta_size_stays_constant(
     store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
@@ -174,9 +175,7 @@ async def test_put_response_deep_chain_meta_size_stays_constant(
     assert sizes[1] - sizes[0] < 100
 
 
-async def test_get_response_expired_returns_none(
-    store: DynamoStore, tenant: str, clock: Any
-) -> None:
+async def test_get_response_expired_returns_none(store: Store, tenant: str, clock: Any) -> None:
     ids = await build_chain(store, tenant, 2)
     clock.now = CREATED + 30 * DAY - 1
     assert len(await store.get_responses(tenant, ids)) == 3
@@ -189,20 +188,19 @@ async def test_get_response_expired_returns_none(
 
 
 async def test_put_response_retention_days_sets_ttl(
-    local_dynamo: LocalDynamo, tenant: str, clock: Any
+    make_store: Any, tenant: str, clock: Any
 ) -> None:
-    store = DynamoStore(local_dynamo.client, local_dynamo.table_name, retention_days=1, clock=clock)
-    try:
-        await store.put_response(make_record(tenant, "r"))
-        got = await store.get_response(tenant, "r")
-        assert got is not None and got.expires_at == CREATED + DAY
-        clock.now = CREATED + DAY
-        assert await store.get_response(tenant, "r") is None
-    finally:
-        store.close()
+    store = make_store(retention_days=1)
+
+    await store.put_response(make_record(tenant, "r"))
+
+    got = await store.get_response(tenant, "r")
+    assert got is not None and got.expires_at == CREATED + DAY
+    clock.now = CREATED + DAY
+    assert await store.get_response(tenant, "r") is None
 
 
-async def test_delete_response_then_get_returns_none(store: DynamoStore, tenant: str) -> None:
+async def test_delete_response_then_get_returns_none(store: Store, tenant: str) -> None:
     await store.put_response(make_record(tenant, "r"))
 
     assert await store.delete_response(tenant, "r") is True
@@ -212,7 +210,7 @@ async def test_delete_response_then_get_returns_none(store: DynamoStore, tenant:
 
 
 async def test_put_response_5mb_input_2mb_output_round_trips_intact(
-    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+    store: Store, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
     image = f"data:image/png;base64,{random_base64(5_000_000)}"
     record = make_record(tenant, "big", chain=["p1", "p2", "p3"])
@@ -227,13 +225,14 @@ async def test_put_response_5mb_input_2mb_output_round_trips_intact(
     assert got.input_items == record.input_items and got.response == record.response
     assert got.chain == ["p1", "p2", "p3"] and again.chain == ["p1", "p2", "p3"]
     assert again.input_items == record.input_items and again.response == record.response
-    chunks = [i for i in table_items(local_dynamo, tenant) if i["SK"]["S"].startswith("C#")]
-    assert len(chunks) >= 15
-    assert all(len(i["d"]["B"]) <= 350_000 for i in chunks)
+    if isinstance(store, DynamoStore):
+        chunks = [i for i in table_items(local_dynamo, tenant) if i["SK"]["S"].startswith("C#")]
+        assert len(chunks) >= 15
+        assert all(len(i["d"]["B"]) <= 350_000 for i in chunks)
 
 
 async def test_put_response_overwrite_large_removes_replaced_chunks(
-    store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
+    store: Store, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
     first = make_record(tenant, "r", note=random_base64(1_000_000))
     second = make_record(tenant, "r", note=random_base64(800_000), status="cancelled")
@@ -243,12 +242,13 @@ async def test_put_response_overwrite_large_removes_replaced_chunks(
 
     got = await store.get_response(tenant, "r")
     assert got is not None and got.response == second.response
-    nonces = {
-        i["SK"]["S"].split("#")[1]
-        for i in table_items(local_dynamo, tenant)
-        if i["SK"]["S"].startswith("C#")
-    }
-    assert len(nonces) == 1
+    if isinstance(store, DynamoStore):
+        nonces = {
+            i["SK"]["S"].split("#")[1]
+            for i in table_items(local_dynamo, tenant)
+            if i["SK"]["S"].startswith("C#")
+        }
+        assert len(nonces) == 1
 
 
 class FailingPut:
@@ -264,6 +264,7 @@ class FailingPut:
         raise ClientError({"Error": {"Code": "InternalServerError", "Message": "boom"}}, "PutItem")
 
 
+@pytest.mark.dynamodb_only
 async def test_put_response_failed_before_meta_get_returns_previous_version(
     store: DynamoStore, local_dynamo: LocalDynamo, tenant: str, clock: Any
 ) -> None:
@@ -286,6 +287,7 @@ async def test_put_response_failed_before_meta_get_returns_previous_version(
     ]
 
 
+@pytest.mark.dynamodb_only
 async def test_put_response_every_item_has_schema_version_and_ttl(
     store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
@@ -299,6 +301,7 @@ async def test_put_response_every_item_has_schema_version_and_ttl(
     assert all(int(i["ttl"]["N"]) == CREATED + 30 * DAY for i in items)
 
 
+@pytest.mark.dynamodb_only
 async def test_put_response_small_record_costs_one_write_round(
     store: DynamoStore, tenant: str
 ) -> None:
@@ -385,33 +388,22 @@ async def test_from_env_with_endpoint_reads_and_writes(
         store.close()
 
 
-async def test_open_store_without_table_starts_local_endpoint(tenant: str) -> None:
-    store, local = open_store({})
-    assert local is not None
-    try:
-        await store.put_response(make_record(tenant, "r", created_at=int(time.time())))
-        got = await store.get_response(tenant, "r")
-        assert got is not None and got.id == "r"
-    finally:
-        store.close()
-        local.stop()
-
-
-async def test_get_responses_over_16mb_retries_unprocessed_keys(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_get_responses_over_16mb_retries_unprocessed_keys(store: Store, tenant: str) -> None:
     ids = [f"r{n:02d}" for n in range(50)]
     await asyncio.gather(
         *(store.put_response(make_record(tenant, i, note=random_base64(462_000))) for i in ids)
     )
-    store.meter.reset()
+    if isinstance(store, DynamoStore):
+        store.meter.reset()
 
     got = await store.get_responses(tenant, ids)
 
     assert [r.id for r in got] == ids
-    assert store.meter.snapshot()["get_responses"].round_trips >= 2
+    if isinstance(store, DynamoStore):
+        assert store.meter.snapshot()["get_responses"].round_trips >= 2
 
 
+@pytest.mark.dynamodb_only
 async def test_get_response_newer_schema_version_raises_store_error(
     store: DynamoStore, local_dynamo: LocalDynamo, tenant: str
 ) -> None:
@@ -431,12 +423,13 @@ async def test_get_response_newer_schema_version_raises_store_error(
 
 
 async def test_get_items_finds_input_and_output_items_of_any_response_in_one_read(
-    store: DynamoStore, tenant: str
+    store: Store, tenant: str
 ) -> None:
     await build_chain(store, tenant, 3)
     record = make_record(tenant, "other")
     await store.put_response(record)
-    store.meter.reset()
+    if isinstance(store, DynamoStore):
+        store.meter.reset()
 
     ids = ["msg_resp_000", "fc_resp_002", "msg_other", "fc_other", "nope", "msg_resp_000"]
     found = await store.get_items(tenant, ids)
@@ -444,25 +437,31 @@ async def test_get_items_finds_input_and_output_items_of_any_response_in_one_rea
     assert set(found) == {"msg_resp_000", "fc_resp_002", "msg_other", "fc_other"}
     assert found["fc_other"] == record.output[1]
     assert found["msg_other"] == record.output[0]
-    units = store.meter.snapshot()["get_items"]
-    assert (units.round_trips, units.read_units) == (1, 5)  # 4 found + 1 missing key
+    assert found["msg_resp_000"] == make_record(tenant, "resp_000").output[0]
+    if isinstance(store, DynamoStore):
+        units = store.meter.snapshot()["get_items"]
+        assert (units.round_trips, units.read_units) == (1, 5)  # 4 found + 1 missing key
 
 
-async def test_get_items_is_tenant_scoped(store: DynamoStore, tenant: str) -> None:
+async def test_get_items_is_tenant_scoped(store: Store, tenant: str) -> None:
     await store.put_response(make_record(tenant, "r"))
     assert await store.get_items("someone-else", ["msg_r"]) == {}
     assert set(await store.get_items(tenant, ["msg_r"])) == {"msg_r"}
 
 
-async def test_get_items_chunks_at_100_keys(store: DynamoStore, tenant: str) -> None:
+async def test_get_items_many_ids_chunked_reads_find_every_item(store: Store, tenant: str) -> None:
     await store.put_response(make_record(tenant, "r"))
-    store.meter.reset()
-    found = await store.get_items(tenant, [f"missing_{i}" for i in range(250)] + ["fc_r"])
-    assert set(found) == {"fc_r"}
-    assert store.meter.snapshot()["get_items"].round_trips == 3  # 3 BatchGets in parallel
+    if isinstance(store, DynamoStore):
+        store.meter.reset()
+    ids = [f"missing_{i}" for i in range(1200)] + ["fc_r", "in_r"]
+    found = await store.get_items(tenant, ids)
+    assert list(found) == ["fc_r", "in_r"]
+    assert await store.get_items(tenant, []) == {}
+    if isinstance(store, DynamoStore):  # 13 BatchGets of 100 keys, in parallel
+        assert store.meter.snapshot()["get_items"].round_trips == 13
 
 
-async def test_deleted_response_items_stop_resolving(store: DynamoStore, tenant: str) -> None:
+async def test_deleted_response_items_stop_resolving(store: Store, tenant: str) -> None:
     await store.put_response(make_record(tenant, "a"))
     await store.put_response(make_record(tenant, "b"))
     assert await store.delete_response(tenant, "a")
@@ -472,7 +471,7 @@ async def test_deleted_response_items_stop_resolving(store: DynamoStore, tenant:
 
 
 async def test_deleting_an_older_response_keeps_an_id_a_later_one_reused(
-    store: DynamoStore, tenant: str
+    store: Store, tenant: str
 ) -> None:
     shared = {"type": "message", "id": "msg_shared", "role": "user", "content": "hi"}
     first = make_record(tenant, "first")
@@ -487,15 +486,13 @@ async def test_deleting_an_older_response_keeps_an_id_a_later_one_reused(
     assert await store.get_items(tenant, ["msg_shared"]) == {}
 
 
-async def test_expired_items_do_not_resolve(store: DynamoStore, tenant: str, clock: Any) -> None:
+async def test_expired_items_do_not_resolve(store: Store, tenant: str, clock: Any) -> None:
     await store.put_response(make_record(tenant, "r"))
     clock.now = CREATED + 30 * DAY
     assert await store.get_items(tenant, ["msg_r"]) == {}
 
 
-async def test_items_over_350_kb_are_read_from_their_response(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_items_over_350_kb_are_read_from_their_response(store: Store, tenant: str) -> None:
     huge = {"type": "message", "id": "msg_huge", "role": "user", "content": random_base64(600_000)}
     record = make_record(tenant, "r")
     record.input_items = [huge]
@@ -504,3 +501,17 @@ async def test_items_over_350_kb_are_read_from_their_response(
         "msg_huge": huge,
         "fc_r": record.output[1],
     }
+
+
+async def test_put_response_racing_overwrites_read_back_one_whole_version(
+    store: Store, tenant: str
+) -> None:
+    versions = [
+        make_record(tenant, "r", note=f"v{n}", filler=random_base64(20_000)) for n in range(8)
+    ]
+
+    await asyncio.gather(*(store.put_response(v) for v in versions))
+
+    got = await store.get_response(tenant, "r")
+    assert got is not None
+    assert got.response in [v.response for v in versions]

@@ -1,12 +1,15 @@
-"""The usage ledger and budgets (store._ledger) against moto: exact counters, idempotency,
-concurrency, hour buckets, spend totals, limits, and the units one recorded response costs."""
+"""The usage ledger and budgets: contract tests run against both stores (DynamoDB on moto and
+SQLite): exact counters, idempotency, concurrency, hour buckets, spend totals, limits; plus the
+units one recorded response costs on DynamoDB (``dynamodb_only``)."""
 
 from __future__ import annotations
 
 import asyncio
 from decimal import Decimal
 
-from responses_gateway.store.base import BudgetLimits, UsageCounts, UsageEntry
+import pytest
+
+from responses_gateway.store.base import BudgetLimits, Store, UsageCounts, UsageEntry
 from responses_gateway.store.dynamo import DynamoStore
 
 from .conftest import START
@@ -45,7 +48,7 @@ def entry(
     )
 
 
-async def test_record_usage_counts_once_per_response(store: DynamoStore, tenant: str) -> None:
+async def test_record_usage_counts_once_per_response(store: Store, tenant: str) -> None:
     assert await store.record_usage(entry(tenant, "resp_1")) is True
     assert await store.record_usage(entry(tenant, "resp_1")) is False  # a retried writer
     buckets = [b for b in await store.read_usage(T0, T0 + 86_400) if b.tenant == tenant]
@@ -63,9 +66,7 @@ async def test_record_usage_counts_once_per_response(store: DynamoStore, tenant:
     assert logged is not None and logged.counts == entry(tenant, "resp_1").counts
 
 
-async def test_record_usage_concurrent_responses_sum_exactly(
-    store: DynamoStore, tenant: str
-) -> None:
+async def test_record_usage_concurrent_responses_sum_exactly(store: Store, tenant: str) -> None:
     results = await asyncio.gather(
         *(store.record_usage(entry(tenant, f"resp_{i}", tokens=(i, 1))) for i in range(20))
     )
@@ -78,7 +79,7 @@ async def test_record_usage_concurrent_responses_sum_exactly(
     assert spend.day_cost_usd == Decimal("0.020")
 
 
-async def test_read_usage_splits_hours_models_and_keys(store: DynamoStore, tenant: str) -> None:
+async def test_read_usage_splits_hours_models_and_keys(store: Store, tenant: str) -> None:
     await store.record_usage(entry(tenant, "a", at=T0 + 1 * HOUR, model="m1", key="k1"))
     await store.record_usage(entry(tenant, "b", at=T0 + 1 * HOUR + 59, model="m2", key="k1"))
     await store.record_usage(entry(tenant, "c", at=T0 + 3 * HOUR, model="m1", key="k#2"))
@@ -98,7 +99,7 @@ async def test_read_usage_splits_hours_models_and_keys(store: DynamoStore, tenan
     assert [(b.hour_start - T0, b.api_key_id) for b in later] == [(3 * HOUR, "k#2")]
 
 
-async def test_spend_is_per_day_and_month(store: DynamoStore, tenant: str) -> None:
+async def test_spend_is_per_day_and_month(store: Store, tenant: str) -> None:
     await store.record_usage(entry(tenant, "a", at=T0 + HOUR))
     await store.record_usage(entry(tenant, "b", at=T0 + 86_400 + HOUR))
     day2 = await store.get_spend(tenant, T0 + 86_400 + 2 * HOUR)
@@ -108,7 +109,7 @@ async def test_spend_is_per_day_and_month(store: DynamoStore, tenant: str) -> No
     assert (await store.get_spend(tenant, next_month)).month_tokens == 0
 
 
-async def test_budget_limits_round_trip(store: DynamoStore, tenant: str) -> None:
+async def test_budget_limits_round_trip(store: Store, tenant: str) -> None:
     assert await store.get_budget(tenant) is None
     limits = BudgetLimits(daily_tokens=100, monthly_cost_usd=Decimal("2.5"))
     await store.put_budget(tenant, limits)
@@ -117,6 +118,7 @@ async def test_budget_limits_round_trip(store: DynamoStore, tenant: str) -> None
     assert await store.get_budget(tenant) is None
 
 
+@pytest.mark.dynamodb_only
 async def test_record_usage_costs_one_round_trip_and_bounded_units(
     store: DynamoStore, tenant: str
 ) -> None:
@@ -127,15 +129,73 @@ async def test_record_usage_costs_one_round_trip_and_bounded_units(
     assert units.write_units == 10  # 5 items of under 1 KB, billed twice in a transaction
 
 
-async def test_request_log_pages_newest_first_per_tenant(store: DynamoStore, tenant: str) -> None:
+async def test_record_usage_again_with_other_counts_changes_nothing(
+    store: Store, tenant: str
+) -> None:
+    assert await store.record_usage(entry(tenant, "once", tokens=(10, 5))) is True
+    assert await store.record_usage(entry(tenant, "once", tokens=(1000, 1000), cost="9")) is False
+    (bucket,) = [b for b in await store.read_usage(T0, T0 + 86_400) if b.tenant == tenant]
+    assert (bucket.counts.input_tokens, bucket.counts.output_tokens) == (10, 5)
+    assert (bucket.counts.responses, bucket.counts.cost_usd) == (1, Decimal("0.001"))
+    spend = await store.get_spend(tenant, T0 + 5 * HOUR)
+    assert (spend.day_tokens, spend.month_tokens, spend.day_cost_usd) == (15, 15, Decimal("0.001"))
+    logged = await store.get_usage_entry(tenant, "once")
+    assert logged == entry(tenant, "once", tokens=(10, 5))
+
+
+async def test_concurrent_records_of_one_response_count_it_once(store: Store, tenant: str) -> None:
+    results = await asyncio.gather(*(store.record_usage(entry(tenant, "same")) for _ in range(10)))
+    assert sorted(results) == [False] * 9 + [True]
+    spend = await store.get_spend(tenant, T0)
+    assert (spend.day_tokens, spend.day_cost_usd) == (15, Decimal("0.001"))
+
+
+async def test_get_spend_carries_the_tenants_own_limits_and_zeros_when_unused(
+    store: Store, tenant: str
+) -> None:
+    empty = await store.get_spend(tenant, T0)
+    assert (empty.day_tokens, empty.month_tokens, empty.limits) == (0, 0, None)
+    assert empty.day_cost_usd == empty.month_cost_usd == Decimal(0)
+    limits = BudgetLimits(
+        daily_tokens=10,
+        monthly_tokens=1000,
+        daily_cost_usd=Decimal("0.5"),
+        monthly_cost_usd=Decimal("12.25"),
+    )
+    await store.put_budget(tenant, limits)
+    await store.record_usage(entry(tenant, "a"))
+    spend = await store.get_spend(tenant, T0 + 23 * HOUR)
+    assert spend.limits == limits
+    assert (spend.day_tokens, spend.month_tokens) == (15, 15)
+    assert (await store.get_spend(f"{tenant}-other", T0)).limits is None
+    await store.put_budget(tenant, BudgetLimits())  # empty limits remove them
+    assert await store.get_budget(tenant) is None
+
+
+async def test_usage_entries_and_totals_are_per_tenant(store: Store, tenant: str) -> None:
+    other = f"{tenant}-b"
+    await store.record_usage(entry(tenant, "shared_id"))
+    assert await store.record_usage(entry(other, "shared_id", tokens=(1, 1))) is True
+    assert await store.get_usage_entry(f"{tenant}-c", "shared_id") is None
+    assert (await store.get_spend(tenant, T0)).day_tokens == 15
+    assert (await store.get_spend(other, T0)).day_tokens == 2
+    rows = {(b.tenant, b.counts.input_tokens) for b in await store.read_usage(T0, T0 + 86_400)}
+    assert {(tenant, 10), (other, 1)} <= rows
+
+
+async def test_read_usage_longer_than_the_limit_raises_value_error(store: Store) -> None:
+    with pytest.raises(ValueError):
+        await store.read_usage(T0, T0 + 63 * 86_400)
+    assert await store.read_usage(T0 + 10, T0 + 10) == []
+
+
+async def test_request_log_pages_newest_first_per_tenant(store: Store, tenant: str) -> None:
     for i in range(5):
         logged = entry(tenant, f"resp_log{i}", at=T0 + i)
         logged.extra = {"ended_ms": (T0 + i) * 1000 + 7, "client": {"thread_id": "t1"}}
         await store.record_usage(logged)
     await store.record_usage(entry(f"{tenant}-other", "resp_elsewhere"))
-    store.meter.reset()
     first = await store.list_requests(tenant, limit=2)
-    assert store.meter.snapshot()["list_requests"].round_trips == 1
     assert [e.response_id for e in first.entries] == ["resp_log4", "resp_log3"]
     assert first.entries[0].extra["client"] == {"thread_id": "t1"}
     assert first.entries[0].counts.total_tokens == 15
@@ -147,9 +207,61 @@ async def test_request_log_pages_newest_first_per_tenant(store: DynamoStore, ten
     assert (await store.list_requests(f"{tenant}-nobody")).entries == []
 
 
-async def test_request_log_without_ms_orders_by_seconds(store: DynamoStore, tenant: str) -> None:
+async def test_request_log_without_ms_orders_by_seconds(store: Store, tenant: str) -> None:
     await store.record_usage(entry(tenant, "resp_b", at=T0 + 2))
     await store.record_usage(entry(tenant, "resp_a", at=T0 + 9))
     page = await store.list_requests(tenant)
     assert [e.response_id for e in page.entries] == ["resp_a", "resp_b"]
     assert page.next_cursor is None
+
+
+@pytest.mark.dynamodb_only
+async def test_request_log_page_is_one_query(store: DynamoStore, tenant: str) -> None:
+    for i in range(3):
+        await store.record_usage(entry(tenant, f"resp_q{i}", at=T0 + i))
+    store.meter.reset()
+    page = await store.list_requests(tenant, limit=2)
+    assert len(page.entries) == 2
+    assert store.meter.snapshot()["list_requests"].round_trips == 1
+
+
+async def test_log_request_lists_a_refused_request_without_counting_it(
+    store: Store, tenant: str
+) -> None:
+    await store.record_usage(entry(tenant, "resp_counted", at=T0 + 1))
+    refused = UsageEntry(
+        tenant=tenant,
+        response_id="req_refused",
+        model="m1",
+        ended_at=T0 + 2,
+        status="refused",
+        counts=UsageCounts(),
+        api_key_id="k1",
+        extra={"http_status": 400, "error_code": "invalid_value", "ended_ms": (T0 + 2) * 1000},
+    )
+    await store.log_request(refused)
+    page = await store.list_requests(tenant)
+    assert [e.response_id for e in page.entries] == ["req_refused", "resp_counted"]
+    assert page.entries[0] == refused
+    assert await store.get_usage_entry(tenant, "req_refused") == refused
+    spend = await store.get_spend(tenant, T0 + 3)
+    assert spend.day_tokens == 15  # the counted response only
+    rows = [b for b in await store.read_usage(T0, T0 + 86_400) if b.tenant == tenant]
+    assert sum(b.counts.responses for b in rows) == 1
+
+
+@pytest.mark.dynamodb_only
+async def test_log_request_is_one_batch_of_two_small_items(store: DynamoStore, tenant: str) -> None:
+    store.meter.reset()
+    await store.log_request(
+        UsageEntry(
+            tenant=tenant,
+            response_id="req_u",
+            model="",
+            ended_at=T0,
+            status="refused",
+            counts=UsageCounts(),
+        )
+    )
+    units = store.meter.snapshot()["log_request"]
+    assert (units.round_trips, units.write_units) == (1, 2)

@@ -1,9 +1,12 @@
-"""Agent traces (store._traces) against moto: tenant scoping, newest-first pages, spans before
-their trace, oversized spans, and the units an ingest batch costs."""
+"""Agent traces (TraceStore) on both stores: tenant scoping, newest-first pages, spans before
+their trace, oversized spans; on DynamoDB, one Query per page."""
 
 from __future__ import annotations
 
+import pytest
+
 from responses_gateway.store._traces import MAX_SPAN_BYTES
+from responses_gateway.store.base import Store
 from responses_gateway.store.dynamo import DynamoStore
 
 
@@ -20,7 +23,7 @@ def _span(trace_id: str, span_id: str, started: str, **data: object) -> dict[str
     }
 
 
-async def test_traces_round_trip_per_tenant(store: DynamoStore, tenant: str) -> None:
+async def test_traces_round_trip_per_tenant(store: Store, tenant: str) -> None:
     late = _span("trace_1", "span_b", "2026-01-01T00:00:02Z", response_id="resp_2")
     early = _span("trace_1", "span_a", "2026-01-01T00:00:01Z", response_id="resp_1")
     await store.put_traces(tenant, [], [late])  # spans may arrive before their trace
@@ -37,19 +40,17 @@ async def test_traces_round_trip_per_tenant(store: DynamoStore, tenant: str) -> 
     assert page.next_cursor is None
 
 
-async def test_trace_pages_newest_first(store: DynamoStore, tenant: str, clock: object) -> None:
+async def test_trace_pages_newest_first(store: Store, tenant: str, clock: object) -> None:
     for i in range(3):
         await store.put_traces(tenant, [{"object": "trace", "id": f"trace_{i}"}], [])
         clock.advance(1)  # type: ignore[attr-defined]
-    store.meter.reset()
     first = await store.list_traces(tenant, limit=2)
-    assert store.meter.snapshot()["list_traces"].round_trips == 1
     assert [t["id"] for t in first.traces] == ["trace_2", "trace_1"]
     rest = await store.list_traces(tenant, before=first.next_cursor, limit=2)
     assert [t["id"] for t in rest.traces] == ["trace_0"] and rest.next_cursor is None
 
 
-async def test_oversized_span_keeps_its_ids_and_type(store: DynamoStore, tenant: str) -> None:
+async def test_oversized_span_keeps_its_ids_and_type(store: Store, tenant: str) -> None:
     huge = _span("trace_big", "span_big", "2026-01-01T00:00:00Z", response_id="resp_9")
     huge["span_data"]["input"] = "x" * (MAX_SPAN_BYTES + 1)  # type: ignore[index]
     await store.put_traces(tenant, [], [huge])
@@ -60,3 +61,12 @@ async def test_oversized_span_keeps_its_ids_and_type(store: DynamoStore, tenant:
         "truncated": True,
     }
     assert spans[0]["id"] == "span_big" and spans[0]["trace_id"] == "trace_big"
+
+
+@pytest.mark.dynamodb_only
+async def test_trace_page_is_one_query(store: DynamoStore, tenant: str) -> None:
+    await store.put_traces(tenant, [{"object": "trace", "id": "trace_q"}], [])
+    store.meter.reset()
+    page = await store.list_traces(tenant, limit=2)
+    assert [t["id"] for t in page.traces] == ["trace_q"]
+    assert store.meter.snapshot()["list_traces"].round_trips == 1

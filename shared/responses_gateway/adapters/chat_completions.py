@@ -454,11 +454,32 @@ class _PendingCall:
     arguments: list[str] = field(default_factory=list)
 
 
+LOGPROBS = "message.output_text.logprobs"
+"""The ``include`` value that asks for the text's token logprobs."""
+
+
+def _logprob(entry: dict[str, Any]) -> dict[str, Any]:
+    """A chat ``logprobs.content`` entry as a Responses ``output_text.logprobs`` entry."""
+    top = [
+        {"token": t.get("token"), "logprob": t.get("logprob"), "bytes": t.get("bytes") or []}
+        for t in entry.get("top_logprobs") or []
+        if isinstance(t, dict)
+    ]
+    return {
+        "token": entry.get("token"),
+        "logprob": entry.get("logprob"),
+        "bytes": entry.get("bytes") or [],
+        "top_logprobs": top,
+    }
+
+
 class _ChatStream:
     """The state of one streamed chat completion, fed one ``data:`` payload at a time."""
 
-    def __init__(self, out: OutputWriter) -> None:
+    def __init__(self, out: OutputWriter, *, logprobs: bool = False) -> None:
         self._out = out
+        self._logprobs = logprobs
+        """Keep the choice's ``logprobs.content`` as the text's ``logprobs`` (``include``)."""
         self._message: MessageWriter | None = None
         self._refused = False
         """Whether ``_message`` has a refusal part (its text part is then closed)."""
@@ -486,6 +507,11 @@ class _ChatStream:
             if not isinstance(choice, dict) or (choice.get("index") or 0) != 0 or self._flushed:
                 continue
             self._delta(choice.get("delta") or {})
+            logprobs = choice.get("logprobs")
+            if self._logprobs and isinstance(logprobs, dict) and self._message is not None:
+                self._message.logprobs(
+                    [_logprob(e) for e in logprobs.get("content") or [] if isinstance(e, dict)]
+                )
             if choice.get("finish_reason"):
                 self._finish_reason = str(choice["finish_reason"])
                 self.flush()
@@ -623,7 +649,7 @@ class ChatCompletionsAdapter(EndpointAdapter):
                 parsed.
         """
         payload = to_chat_request(call, self.options)
-        stream = _ChatStream(out)
+        stream = _ChatStream(out, logprobs=LOGPROBS in (call.params.get("include") or ()))
         await read_event_stream(self._endpoint, payload, chat_status_error, out, stream)
         stream.flush()
         return stream.result()

@@ -168,7 +168,26 @@ def _preamble(call: ModelCall, today: date) -> _Preamble:
         if tool.get("type", "function") == "function" and call.tool_choice != "none"
     ]
     tools_json = json.dumps(tools, sort_keys=True, separators=(",", ":"))
-    return _Preamble(_effort(call.params), today.isoformat(), call.instructions or None, tools_json)
+    instructions = call.instructions or None
+    response_format = _response_format(call.params)
+    if response_format:
+        instructions = f"{instructions}\n\n{response_format}" if instructions else response_format
+    return _Preamble(_effort(call.params), today.isoformat(), instructions, tools_json)
+
+
+def _response_format(params: dict[str, Any]) -> str | None:
+    """``text.format`` as gpt-oss reads structured outputs: a ``# Response Formats`` section of
+    the developer message (``## <name>``, the description as a ``//`` comment, the schema)."""
+    fmt = (params.get("text") or {}).get("format") or {}
+    if fmt.get("type") == "json_object":
+        return "# Response Formats\n\n## json_object\n\n// Answer with one JSON object.\n{}"
+    if fmt.get("type") != "json_schema":
+        return None
+    lines = ["# Response Formats", "", f"## {fmt.get('name') or 'response'}", ""]
+    if fmt.get("description"):
+        lines.append(f"// {fmt['description']}")
+    lines.append(json.dumps(fmt.get("schema") or {}, separators=(",", ":")))
+    return "\n".join(lines)
 
 
 def _specs(items: list[dict[str, Any]]) -> list[_Spec]:

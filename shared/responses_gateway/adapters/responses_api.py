@@ -12,8 +12,9 @@ It must not touch ``state.output`` or the sink directly, and decides nothing abo
 does next. Every other item type (``web_search_call``, ``image_generation_call`` with its partial
 images, ``custom_tool_call``, ``tool_search_call``...) is relayed as the upstream sent it, with
 all its own events re-addressed to our output index (:class:`~responses_gateway.loop.output.
-RelayWriter`); a namespaced ``function_call`` keeps its ``namespace``. Refusal text is reported as
-ordinary message text.
+RelayWriter`); a namespaced ``function_call`` keeps its ``namespace``. A message keeps its
+``refusal`` part and its text's annotations (``response.output_text.annotation.added`` is
+relayed).
 
 Request rules: each input item and function tool is rebuilt from its known fields only (clients
 may attach extras, which OpenAI rejects with a 400); see :data:`_ITEM_FIELDS`,
@@ -50,6 +51,7 @@ from responses_gateway.loop.output import (
 )
 from responses_gateway.loop.render import normalize_usage
 from responses_gateway.loop.state import StopReason, TurnResult
+from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS
 
 __all__ = ["PASSED_PARAMS", "ResponsesAdapter", "to_responses_request"]
 
@@ -65,6 +67,7 @@ PASSED_PARAMS = (
     "service_tier",
     "prompt_cache_key",
     "safety_identifier",
+    *RESPONSES_ONLY_FIELDS,
 )
 """``ModelCall.params`` keys sent upstream, under the same (Responses) names."""
 
@@ -73,7 +76,7 @@ _SERVER_SIDE_CODES = frozenset({"server_error", "vector_store_timeout"})
 _ITEM_FIELDS: dict[str, tuple[str, ...]] = {
     "message": ("type", "role", "content", "phase"),
     "function_call": ("type", "call_id", "name", "namespace", "arguments"),
-    "function_call_output": ("type", "call_id", "output"),
+    "function_call_output": ("type", "call_id", "caller", "output"),
 }
 """The fields sent of each input item type. Their ``id`` is ours (or a stored upstream id), which
 a stateless upstream cannot resolve, so it is dropped; so is ``status``. ``phase`` labels assistant
@@ -233,9 +236,18 @@ def _remainder(streamed: str, final: Any) -> str:
     return ""
 
 
-def _message_text(item: dict[str, Any]) -> str:
-    parts = item.get("content") or []
-    return "".join(str(p.get("text") or p.get("refusal") or "") for p in parts)
+def _parts_of(item: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    parts = item.get("content")
+    return [p for p in parts or [] if p.get("type") == kind]  # a non-object part: malformed
+
+
+def _message_text(item: dict[str, Any], kind: str = "output_text") -> str:
+    key = "refusal" if kind == "refusal" else "text"
+    return "".join(str(p.get(key) or "") for p in _parts_of(item, kind))
+
+
+def _annotations(item: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(a) for p in _parts_of(item, "output_text") for a in p.get("annotations") or []]
 
 
 @dataclass(slots=True)
@@ -260,7 +272,8 @@ class _StreamReader:
             "response.output_item.added": self._on_added,
             "response.output_item.done": self._on_done,
             "response.output_text.delta": self._on_text,
-            "response.refusal.delta": self._on_text,
+            "response.refusal.delta": self._on_refusal,
+            "response.output_text.annotation.added": self._on_annotation,
             "response.reasoning_summary_text.delta": self._on_summary,
             "response.reasoning_text.delta": self._on_reasoning_text,
             "response.function_call_arguments.delta": self._on_arguments,
@@ -346,7 +359,13 @@ class _StreamReader:
         if writer.closed:
             return
         if isinstance(writer, MessageWriter):
-            writer.text(_remainder(writer.item["content"][0]["text"], _message_text(final)))
+            writer.text(_remainder(_message_text(writer.item), _message_text(final)))
+            for annotation in _annotations(final)[len(writer.annotations()) :]:
+                writer.annotation(annotation)
+            writer.logprobs([dict(e) for p in _parts_of(final, "output_text")
+                             for e in p.get("logprobs") or []])  # fmt: skip
+            refusal = _message_text(writer.item, "refusal")
+            writer.refusal(_remainder(refusal, _message_text(final, "refusal")))
         elif isinstance(writer, FunctionCallWriter):
             writer.arguments(_remainder(writer.item["arguments"], final.get("arguments")))
         else:
@@ -409,6 +428,17 @@ class _StreamReader:
         slot = self._live(data, "message")
         if slot is not None and isinstance(slot.writer, MessageWriter):
             slot.writer.text(str(data.get("delta") or ""))
+
+    def _on_refusal(self, data: dict[str, Any], raw: str) -> None:
+        slot = self._live(data, "message")
+        if slot is not None and isinstance(slot.writer, MessageWriter):
+            slot.writer.refusal(str(data.get("delta") or ""))
+
+    def _on_annotation(self, data: dict[str, Any], raw: str) -> None:
+        slot = self._live(data, "message")
+        annotation = data.get("annotation")
+        if slot is not None and isinstance(slot.writer, MessageWriter) and annotation:
+            slot.writer.annotation(dict(annotation))
 
     def _on_summary(self, data: dict[str, Any], raw: str) -> None:
         slot = self._live(data, "reasoning")

@@ -1,4 +1,5 @@
-"""Routes of ``/v1/console``: the console's reads of the request log, tenant scoped.
+"""Routes of ``/v1/console``: the console's reads (request log, responses, conversations,
+traces), tenant scoped.
 
 Owns who may read which tenant's log (a key reads its own tenant; an operator key, see
 :func:`~responses_gateway.api.usage.require_operator`, reads any tenant through ``?tenant=``),
@@ -13,14 +14,34 @@ import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.responses import RedirectResponse, Response
 
 from responses_gateway.api.deps import gateway_of, identity_of
 from responses_gateway.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from responses_gateway.usage.records import UsageEntry
 
-__all__ = ["FILTERS", "record_json", "router", "scoped_tenant"]
+__all__ = ["FILTERS", "files", "record_json", "router", "scoped_tenant"]
 
 router = APIRouter(prefix="/v1/console")
+files = APIRouter(prefix="/console")
+"""The console's static files: no key needed (they hold no data)."""
+
+
+@files.get("", include_in_schema=False)
+async def console_root() -> Response:
+    return RedirectResponse("/console/", status_code=308)
+
+
+@files.get("/{name:path}", include_in_schema=False)
+async def console_file(name: str) -> Response:
+    from responses_gateway.console import asset  # the files are read on first use
+
+    found = asset(name or "index.html")
+    if found is None:
+        raise NotFoundError(f"No console file '{name}'.", param="name")
+    body, media = found
+    return Response(body, media_type=media, headers={"cache-control": "no-cache"})
+
 
 _MAX_LIMIT = 200
 _MAX_JOINED = 100
@@ -81,6 +102,7 @@ def record_json(entry: UsageEntry) -> dict[str, Any]:
     return {
         **entry.extra,
         "object": "gateway.request",
+        "deployment": entry.extra.get("deployment", ""),
         "id": entry.response_id,
         "tenant": entry.tenant,
         "ended_at": entry.ended_at,
@@ -166,6 +188,55 @@ async def get_response(request: Request, response_id: str) -> dict[str, Any]:
         "tenant": tenant,
         "stored": stored,
         "request": record_json(entry) if entry is not None else None,
+    }
+
+
+@router.get("/conversations")
+async def list_conversations(request: Request) -> dict[str, Any]:
+    """The tenant's conversations, newest first (one store read per page)."""
+    tenant = scoped_tenant(request)
+    page = await gateway_of(request).store.list_conversations(
+        tenant, before=request.query_params.get("before") or None, limit=_limit(request)
+    )
+    return {
+        "object": "list",
+        "tenant": tenant,
+        "data": [c.to_object() for c in page.conversations],
+        "next_cursor": page.next_cursor,
+        "has_more": page.next_cursor is not None,
+    }
+
+
+@router.get("/conversations/{conversation_id}/items")
+async def conversation_items(request: Request, conversation_id: str) -> dict[str, Any]:
+    """A page of a conversation's items, oldest first (``after``: the last item id of the
+    page before), as stored (tool results whole); the conversation itself with it."""
+    tenant = scoped_tenant(request)
+    store = gateway_of(request).store
+    conversation = await store.get_conversation(tenant, conversation_id)
+    if conversation is None:
+        raise NotFoundError(
+            f"Conversation with id '{conversation_id}' not found.", param="conversation_id"
+        )
+    try:
+        page = await store.list_items(
+            tenant,
+            conversation_id,
+            after=request.query_params.get("after") or None,
+            limit=_limit(request),
+            order="asc",
+        )
+    except LookupError:
+        raise NotFoundError(
+            f"Conversation with id '{conversation_id}' not found.", param="conversation_id"
+        ) from None
+    return {
+        "object": "list",
+        "tenant": tenant,
+        "conversation": conversation.to_object(),
+        "data": page.data,
+        "has_more": page.has_more,
+        "last_id": page.data[-1].get("id") if page.data else None,
     }
 
 

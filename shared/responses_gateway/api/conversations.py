@@ -12,13 +12,15 @@ from typing import Any
 from fastapi import APIRouter, Request
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of
-from responses_gateway.api.encoding import read_body
-from responses_gateway.api.responses import parse_json
+from responses_gateway.api.limits import read_json
+from responses_gateway.api.responses import read_include
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.prepared import prepare_input
+from responses_gateway.protocol.request import parse_create_request, request_input
 from responses_gateway.service import conversation_not_found
 from responses_gateway.store.base import Conversation
+from responses_gateway.tool_kinds import shown
 
 __all__ = ["router"]
 
@@ -27,8 +29,11 @@ router = APIRouter(prefix="/v1/conversations")
 _MAX_ITEMS = 20
 
 
-def _body(raw: bytes) -> dict[str, Any]:
-    data = parse_json(raw) if raw else {}
+async def _body(request: Request) -> dict[str, Any]:
+    tenant_of(request)  # authenticate before reading the body
+    data, _ = await read_json(request, allow_empty=True)
+    if data is None:
+        return {}
     if not isinstance(data, dict):
         raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
     return data
@@ -82,7 +87,14 @@ def _items(value: Any) -> list[dict[str, Any]]:
             param="items",
             code="array_above_max_length",
         )
-    return prepare_input(value).items
+    try:  # the same item rules as a response's input
+        parsed = parse_create_request({"model": "-", "input": value})
+    except InvalidRequestError as error:
+        if error.param and error.param.startswith("input"):
+            error.param = "items" + error.param.removeprefix("input")
+            error.message = error.message.replace("'input", "'items")
+        raise
+    return prepare_input(request_input(parsed)).items
 
 
 async def _conversation(request: Request, conversation_id: str) -> Conversation:
@@ -98,7 +110,7 @@ def _item_not_found(item_id: str) -> NotFoundError:
 
 @router.post("")
 async def create_conversation(request: Request) -> dict[str, Any]:
-    data = _body(await read_body(request))
+    data = await _body(request)
     conversation = Conversation(
         tenant=tenant_of(request),
         id=new_id("conv"),
@@ -116,7 +128,7 @@ async def retrieve_conversation(request: Request, conversation_id: str) -> dict[
 
 @router.post("/{conversation_id}")
 async def update_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    data = _body(await read_body(request))
+    data = await _body(request)
     if "metadata" not in data:
         raise InvalidRequestError(
             "Missing required parameter: 'metadata'.",
@@ -140,7 +152,7 @@ async def delete_conversation(request: Request, conversation_id: str) -> dict[st
 
 @router.post("/{conversation_id}/items")
 async def create_items(request: Request, conversation_id: str) -> dict[str, Any]:
-    data = _body(await read_body(request))
+    data = await _body(request)
     if "items" not in data:
         raise InvalidRequestError(
             "Missing required parameter: 'items'.",
@@ -169,7 +181,8 @@ async def list_items(request: Request, conversation_id: str) -> dict[str, Any]:
     found = await gateway.store.list_items(
         tenant_of(request), conversation_id, after=page.after, limit=page.limit, order=page.order
     )
-    return list_object(found.data, has_more=found.has_more)
+    include = read_include(request)  # result fields of tool items only when asked for
+    return list_object([shown(i, include) for i in found.data], has_more=found.has_more)
 
 
 @router.get("/{conversation_id}/items/{item_id}")
@@ -178,7 +191,7 @@ async def retrieve_item(request: Request, conversation_id: str, item_id: str) ->
     item = await gateway_of(request).store.get_item(tenant_of(request), conversation_id, item_id)
     if item is None:
         raise _item_not_found(item_id)
-    return item
+    return shown(item, read_include(request))
 
 
 @router.delete("/{conversation_id}/items/{item_id}")

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import Request
+from starlette.requests import HTTPConnection
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.loop.state import Finish, LoopState
@@ -48,13 +49,14 @@ _STREAM_MARGIN = 5.0
 """Seconds before the deadline a stream following the log ends cleanly."""
 
 
-def gateway_of(request: Request) -> Gateway:
+def gateway_of(request: HTTPConnection) -> Gateway:
     gateway: Gateway = request.app.state.gateway
     return gateway
 
 
-def tenant_of(request: Request) -> str:
-    """The tenant a request acts for (see :mod:`responses_gateway.tenancy`).
+def tenant_of(request: HTTPConnection) -> str:
+    """The tenant a request (or a WebSocket handshake) acts for (see
+    :mod:`responses_gateway.tenancy`).
 
     The policy is ``app.state.tenancy`` when the app was given one, else the environment's.
 
@@ -64,7 +66,7 @@ def tenant_of(request: Request) -> str:
     return identity_of(request).tenant
 
 
-def identity_of(request: Request) -> Identity:
+def identity_of(request: HTTPConnection) -> Identity:
     """The tenant and API key id of a request, also left in ``request.state.identity`` (the
     access log reads it from there).
 
@@ -78,9 +80,14 @@ def identity_of(request: Request) -> Identity:
     return identity
 
 
-def _policy(request: Request) -> TenancyPolicy:
-    policy = getattr(request.app.state, "tenancy", None)
-    return policy if isinstance(policy, TenancyPolicy) else current_policy()
+def _policy(request: HTTPConnection) -> TenancyPolicy:
+    """``app.state.tenancy`` when the app was given a policy, else the one the environment
+    describes: ``app.state.tenancy_env`` (a mapping, tests) or the process's."""
+    state = request.app.state
+    policy = getattr(state, "tenancy", None)
+    if isinstance(policy, TenancyPolicy):
+        return policy
+    return current_policy(getattr(state, "tenancy_env", None))
 
 
 @dataclass(frozen=True, slots=True)

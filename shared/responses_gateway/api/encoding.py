@@ -1,39 +1,31 @@
 """Compressed request bodies: ``Content-Encoding: gzip`` / ``deflate`` / ``zstd``.
 
-Owns reading a request body and undoing its content codings (in the reverse order they were
-applied), with a cap on the decoded size: a body that would decode past
-:data:`MAX_DECODED_BYTES` (``GATEWAY_MAX_BODY_BYTES``) is a 413 envelope as soon as the cap is
-crossed (a decompression bomb costs the cap, never a stall or the memory it asks for); a coding
-we do not know is a 415 envelope; a body that does not decode is a 400. zstd uses the standard
-library's ``compression.zstd`` (Python 3.14+) or its backport ``backports.zstd`` (the ``zstd``
-extra), imported only for zstd bodies; where neither is installed (the default Lambda build, to
-stay within its size budget: ``ZSTD=1 sam build`` adds it), zstd is a 415 too. It knows nothing
-about what the body means.
+Owns undoing a request body's content codings (in the reverse order they were applied), with a
+cap on the decoded size (the body cap of :mod:`responses_gateway.api.limits`, which reads the
+body and calls :func:`decode_body`): a body that would decode past it is a 413 envelope as soon
+as the cap is crossed (a decompression bomb costs the cap, never a stall or the memory it asks
+for); a coding we do not know is a 415 envelope; a body that does not decode is a 400. zstd
+uses the standard library's ``compression.zstd`` (Python 3.14+) or its backport
+``backports.zstd`` (the ``zstd`` extra), imported only for zstd bodies; where neither is
+installed (the default Lambda build, to stay within its size budget: ``ZSTD=1 sam build`` adds
+it), zstd is a 415 too. It knows nothing about what the body means.
 """
 
 from __future__ import annotations
 
-import asyncio
 import importlib
-import os
 import zlib
 from collections.abc import Callable
 from typing import Any
 
-from starlette.requests import Request
-
 from responses_gateway.errors import InvalidRequestError
 
 __all__ = [
-    "MAX_DECODED_BYTES",
     "BodyTooLargeError",
     "UnsupportedEncodingError",
     "decode_body",
-    "read_body",
 ]
 
-MAX_DECODED_BYTES = int(os.environ.get("GATEWAY_MAX_BODY_BYTES") or 64 * 1024 * 1024)
-"""The largest decoded request body accepted (default 64 MiB)."""
 _STEP = 1024 * 1024
 _OFF_LOOP_BYTES = 256 * 1024
 """Compressed bodies larger than this are decoded on a worker thread."""
@@ -142,14 +134,19 @@ _DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
 }
 
 
-def decode_body(body: bytes, content_encoding: str | None, limit: int = MAX_DECODED_BYTES) -> bytes:
+def decode_body(body: bytes, content_encoding: str | None, limit: int | None = None) -> bytes:
     """``body`` with its content codings undone (last applied, first undone).
 
     Raises:
         UnsupportedEncodingError: a coding is not gzip, deflate, zstd or identity (415).
-        BodyTooLargeError: the decoded body would exceed ``limit`` bytes (413).
+        BodyTooLargeError: the decoded body would exceed ``limit`` bytes (413; default: the
+            body cap of :mod:`responses_gateway.api.limits`).
         InvalidRequestError: the body is not valid data of its coding (400).
     """
+    if limit is None:
+        from responses_gateway.api.limits import DEFAULT_LIMITS
+
+        limit = DEFAULT_LIMITS.max_body_bytes
     codings = [c.strip().lower() for c in (content_encoding or "").split(",") if c.strip()]
     for coding in codings:
         if coding != "identity" and coding not in _DECODERS:
@@ -158,14 +155,3 @@ def decode_body(body: bytes, content_encoding: str | None, limit: int = MAX_DECO
         if coding != "identity":
             body = _DECODERS[coding](body, limit)
     return body
-
-
-async def read_body(request: Request) -> bytes:
-    """The request's body, decoded per its ``Content-Encoding`` (see :func:`decode_body`)."""
-    body = await request.body()
-    encoding = request.headers.get("content-encoding")
-    if not encoding:
-        return body
-    if len(body) > _OFF_LOOP_BYTES:
-        return await asyncio.to_thread(decode_body, body, encoding)
-    return decode_body(body, encoding)

@@ -6,7 +6,6 @@ Owns request parsing and response shapes of these routes. Creating runs the shar
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -20,30 +19,20 @@ from responses_gateway.api.deps import (
     tenant_of,
     timing_of,
 )
-from responses_gateway.api.encoding import read_body
+from responses_gateway.api.limits import limits_of, off_loop_if_large, read_json
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.loop import render_response
+from responses_gateway.protocol.request import parse_create_request
 from responses_gateway.service import PreparedRun
 from responses_gateway.store.base import StoredResponse
+from responses_gateway.tool_kinds import shown
 
-__all__ = ["parse_json", "router"]
+__all__ = ["router"]
 
 router = APIRouter(prefix="/v1/responses")
-
-
-def parse_json(body: bytes) -> Any:
-    """A request body as JSON, or OpenAI's 400 for a body that is not."""
-    try:
-        return json.loads(body)
-    except ValueError as exc:
-        raise InvalidRequestError(
-            "We could not parse the JSON body of your request. (HINT: This likely means you "
-            "aren't using your HTTP library correctly. The OpenAI API expects a JSON payload.)",
-            code="invalid_json",
-        ) from exc
 
 
 def _not_found(response_id: str) -> NotFoundError:
@@ -60,13 +49,14 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 @router.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
-    identity = identity_of(request)
+    identity = identity_of(request)  # authenticate before reading the body
+    data, size = await read_json(request)
+    request.state.create_body = data  # a refusal's request-log record reads model and ids
+    parsed = await off_loop_if_large(size, parse_create_request, data)
     run = await gateway.prepare(
-        await read_body(request),
-        identity.tenant,
-        api_key_id=identity.api_key_id,
-        client_headers=request.headers,
+        parsed, identity.tenant, api_key_id=identity.api_key_id, client_headers=request.headers
     )
+    request.state.prepared = True  # from here on the loop's ending writes the record
     timing = timing_of(request)
     if run.background:
         queued = await start_background(gateway, run)
@@ -76,7 +66,8 @@ async def create_response(request: Request) -> Response:
             )
         return _signal_omitted(JSONResponse(queued), run)
     if run.stream:
-        return _signal_omitted(await run_streamed(run, gateway, timing), run)
+        return _signal_omitted(await run_streamed(run, gateway, timing, limits_of(request)), run)
+    await gateway.record_started(run)  # visible to GET as in_progress while it runs
     outcome = await run_buffered(run, request, gateway, timing)
     if outcome is False:
         return Response(status_code=499)  # the client is gone; nobody reads this
@@ -93,9 +84,16 @@ OMITTED_TOOLS_HEADER = "x-gateway-omitted-tools"
 """Names the hosted tool types the model did not see (comma-separated); see docs/tools.md."""
 
 
+OMITTED_FIELDS_HEADER = "x-gateway-omitted-fields"
+"""Names the create fields the request set that its upstream wire omits (comma-separated); see
+docs/contract.md."""
+
+
 def _signal_omitted(response: Response, run: PreparedRun) -> Response:
     if run.omitted_tools:
         response.headers[OMITTED_TOOLS_HEADER] = ",".join(run.omitted_tools)
+    if run.omitted_fields:
+        response.headers[OMITTED_FIELDS_HEADER] = ",".join(run.omitted_fields)
     return response
 
 
@@ -105,8 +103,8 @@ async def count_input_tokens(request: Request) -> JSONResponse:
     has one; the ``x-token-count-source`` header says how they were counted."""
     from responses_gateway.compact import SOURCE_HEADER, count_input_tokens
 
-    tenant = tenant_of(request)
-    data = parse_json(await read_body(request))
+    tenant = tenant_of(request)  # authenticate before reading the body
+    data, _ = await read_json(request)
     counted = await count_input_tokens(gateway_of(request), data, tenant)
     return JSONResponse(
         {"object": "response.input_tokens", "input_tokens": counted.tokens},
@@ -120,8 +118,8 @@ async def compact_conversation(request: Request) -> dict[str, Any]:
     :mod:`responses_gateway.compact`)."""
     from responses_gateway.compact import compact
 
-    tenant = tenant_of(request)
-    data = parse_json(await read_body(request))
+    tenant = tenant_of(request)  # authenticate before reading the body
+    data, _ = await read_json(request)
     return await compact(gateway_of(request), data, tenant)
 
 
@@ -143,12 +141,27 @@ def _starting_after(request: Request) -> int:
     return value
 
 
+def read_include(request: Request) -> list[str]:
+    """The ``include`` query parameters of a read (``include[]=...`` or ``include=...``)."""
+    return request.query_params.getlist("include[]") + request.query_params.getlist("include")
+
+
+def _shown(response: Any, request: Request) -> Any:
+    """A stored response as this read sees it: item result fields only when its ``include``
+    query parameters ask for them (the record keeps them for later turns)."""
+    if not isinstance(response, dict) or not isinstance(response.get("output"), list):
+        return response
+    include = read_include(request)
+    return {**response, "output": [shown(item, include) for item in response["output"]]}
+
+
 @router.get("/{response_id}")
 async def retrieve_response(request: Request, response_id: str) -> Any:
     record = await _stored(request, response_id)
     gateway = gateway_of(request)
     if request.query_params.get("stream") != "true":
-        return await end_if_lost(gateway, record, await current_response(gateway.store, record))
+        response = await end_if_lost(gateway, record, await current_response(gateway.store, record))
+        return _shown(response, request)
     after = _starting_after(request)
     checkpoint = await gateway.store.get_checkpoint(record.tenant, record.id)
     if checkpoint is None:

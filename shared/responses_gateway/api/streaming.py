@@ -12,12 +12,19 @@ A streaming client then keeps receiving events from the log, each exactly once, 
 ``Timing.stream_until`` (it resumes with ``starting_after`` after that), and going away still
 cancels the response; a buffered client gets the ``in_progress`` Response object and polls.
 And :func:`stream_log`, the SSE answer that follows a background response's log.
+
+Owns backpressure (:class:`_Outbox`): frames wait between the loop and the socket, counted in
+bytes. Above ``Limits.stream_buffer_bytes`` the loop stops reading its upstream
+(:data:`~responses_gateway.adapters.sse.FLOW_GATE`) until the socket has taken frames; a client
+that takes nothing for ``Limits.stream_stall_seconds`` is treated as gone: the loop is cancelled
+(the response is stored ``cancelled``, the upstream closed) and the stream ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -25,7 +32,9 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import Response, StreamingResponse
 
+from responses_gateway.adapters.sse import FLOW_GATE
 from responses_gateway.api.deps import NO_LIMITS, Timing
+from responses_gateway.api.limits import DEFAULT_LIMITS, Limits
 from responses_gateway.background.log import follow
 from responses_gateway.background.runs import cancel_handed_over, hand_over
 from responses_gateway.loop import NullSink, run_loop
@@ -35,6 +44,8 @@ from responses_gateway.sinks.sse import SSESink
 
 __all__ = ["run_buffered", "run_streamed", "stream_log"]
 
+
+logger = logging.getLogger(__name__)
 
 _SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 
@@ -65,22 +76,66 @@ class _CommitSink:
         self._inner.emit(event)
 
 
-async def _drain(
-    queue: asyncio.Queue[bytes | None], task: asyncio.Task[Any]
-) -> AsyncIterator[bytes]:
+class _Outbox:
+    """SSE frames on their way from the loop to the socket, with a byte count for
+    backpressure. ``None`` ends the stream."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.pending = 0
+        self._high_water = limits.stream_buffer_bytes
+        self._stall = float(limits.stream_stall_seconds)
+        self._room = asyncio.Event()
+        self._room.set()
+
+    def put(self, frame: bytes | None) -> None:
+        self.queue.put_nowait(frame)
+        if frame:
+            self.pending += len(frame)
+            if self.pending > self._high_water:
+                self._room.clear()
+
+    def taken(self, size: int) -> None:
+        """The socket accepted ``size`` bytes."""
+        self.pending -= size
+        if self.pending <= self._high_water:
+            self._room.set()
+
+    async def wait_for_room(self) -> None:
+        """Return once the client is not behind; cancel the calling task (the loop) when it
+        stays behind for the stall time."""
+        if self._room.is_set():
+            return
+        try:
+            await asyncio.wait_for(self._room.wait(), self._stall)
+        except TimeoutError:
+            logger.warning("a streaming client read nothing for %.0f s: cancelling", self._stall)
+            task = asyncio.current_task()
+            if task is not None:
+                task.cancel()
+            await asyncio.sleep(0)  # the cancellation lands here
+
+
+async def _drain(outbox: _Outbox, task: asyncio.Task[Any]) -> AsyncIterator[bytes]:
+    queue = outbox.queue
     try:
         while True:
             frame = await queue.get()
             if frame is None:
                 return
             frames = [frame]
+            ended = False
             while not queue.empty():
                 more = queue.get_nowait()
                 if more is None:
-                    yield b"".join(frames)
-                    return
+                    ended = True
+                    break
                 frames.append(more)
-            yield b"".join(frames)
+            data = b"".join(frames)
+            yield data  # resumes once the socket took it
+            outbox.taken(len(data))
+            if ended:
+                return
     finally:
         if not task.done():
             _abandon(task)
@@ -91,7 +146,7 @@ async def _follow_hand_over(
     run: PreparedRun,
     sent: list[bytes],
     timing: Timing,
-    queue: asyncio.Queue[bytes | None],
+    outbox: _Outbox,
     committed: asyncio.Event,
 ) -> None:
     """Hand the loop over, then stream its log to the client. A client that goes away
@@ -109,7 +164,8 @@ async def _follow_hand_over(
             deadline=_follow_deadline(timing.stream_until),
         )
         async for frame in frames:
-            queue.put_nowait(frame)
+            await outbox.wait_for_room()
+            outbox.put(frame)
     except asyncio.CancelledError:
 
         async def cancel_it() -> None:
@@ -127,30 +183,34 @@ def _follow_deadline(until: float | None) -> float | None:
 
 
 async def run_streamed(
-    run: PreparedRun, gateway: Gateway | None = None, timing: Timing = NO_LIMITS
+    run: PreparedRun,
+    gateway: Gateway | None = None,
+    timing: Timing = NO_LIMITS,
+    limits: Limits = DEFAULT_LIMITS,
 ) -> Response:
     """Run the loop and answer with SSE once the first output item exists."""
-    queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    outbox = _Outbox(limits)
     committed = asyncio.Event()
     pause = timing.pause(run) if gateway is not None else None
     sent: list[bytes] = []
 
     def write(frame: bytes) -> None:
-        queue.put_nowait(frame)
+        outbox.put(frame)
         if pause is not None:
             sent.append(frame)  # the start of the log, should the loop hand over
 
     sse = SSESink(write, include_obfuscation=run.include_obfuscation)
-    sink = _CommitSink(sse, committed)
+    sink = run.observe(_CommitSink(sse, committed))
 
     async def run_to_end() -> None:
+        FLOW_GATE.set(outbox.wait_for_room)  # this task's context only
         try:
             await run_loop(run.state, run.ctx, sink, pause=pause)
             if run.state.status != "in_progress" or gateway is None:
                 return
-            await _follow_hand_over(gateway, run, sent, timing, queue, committed)
+            await _follow_hand_over(gateway, run, sent, timing, outbox, committed)
         finally:
-            queue.put_nowait(None)
+            outbox.put(None)
 
     task = asyncio.create_task(run_to_end())
     waiter = asyncio.create_task(committed.wait())
@@ -165,7 +225,7 @@ async def run_streamed(
         if run.ctx.failure is not None:
             raise run.ctx.failure
     return StreamingResponse(
-        _drain(queue, task), media_type="text/event-stream", headers=_SSE_HEADERS
+        _drain(outbox, task), media_type="text/event-stream", headers=_SSE_HEADERS
     )
 
 
@@ -186,7 +246,7 @@ async def run_buffered(
     A client that disconnects cancels the response, exactly as a streaming one does.
     """
     pause = timing.pause(run) if gateway is not None else None
-    task = asyncio.create_task(run_loop(run.state, run.ctx, NullSink(), pause=pause))
+    task = asyncio.create_task(run_loop(run.state, run.ctx, run.observe(NullSink()), pause=pause))
     watcher = asyncio.create_task(_disconnected(request))
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)

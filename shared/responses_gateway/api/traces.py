@@ -14,8 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from responses_gateway.api.deps import gateway_of, tenant_of
-from responses_gateway.api.encoding import read_body
-from responses_gateway.api.responses import parse_json
+from responses_gateway.api.limits import read_json
 from responses_gateway.errors import InvalidRequestError
 
 __all__ = ["MAX_BATCH", "router", "split_batch"]
@@ -71,7 +70,8 @@ def split_batch(body: Any) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
 @router.post("/ingest")
 async def ingest(request: Request) -> Response:
     tenant = tenant_of(request)
-    traces, spans = split_batch(parse_json(await read_body(request)))
+    body, _ = await read_json(request)
+    traces, spans = split_batch(body)
     if traces or spans:
         await gateway_of(request).store.put_traces(tenant, traces, spans)
     return Response(status_code=204)

@@ -24,6 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from responses_gateway.background.records import UNFINISHED
@@ -171,11 +172,12 @@ async def settle(
     if record is not None and record.status not in UNFINISHED:
         return
     response = terminal.response
-    await _write_record(gateway, tenant, run, response)
     conversation = run.get("conversation")
     if conversation and response.get("status") in ("completed", "incomplete"):
+        # Keyed: a no-op when the dead writer had already appended before it died.
         items = [*(run.get("input_items") or []), *(response.get("output") or [])]
-        await gateway.store.append_items(tenant, conversation, items)
+        await gateway.store.append_items(tenant, conversation, items, once_key=response_id)
+    await _write_record(gateway, tenant, run, response)
 
 
 async def end_run(
@@ -311,4 +313,7 @@ async def end_if_lost(
     if not isinstance(created, int | float) or time.time() < created + max_seconds() + LOST_AFTER:
         return response
     ended = await end_run(gateway, record.tenant, record.id, "failed", error=dict(WORKER_LOST))
-    return ended or response
+    if ended is None:  # a foreground record whose process died mid-loop: no worker will end it
+        ended = {**response, "status": "failed", "error": dict(WORKER_LOST)}
+        await gateway.store.put_response(replace(record, response=ended))
+    return ended

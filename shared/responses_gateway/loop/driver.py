@@ -69,9 +69,12 @@ from responses_gateway.loop.tools import (
     ToolOutcome,
     ToolRegistry,
 )
+from responses_gateway.protocol.contract import check_request, lower_context_items
 from responses_gateway.tool_kinds import (
     CLIENT_CALL_ITEM_TYPES,
     ITEM_KINDS,
+    KINDS,
+    LOWERED_WIRES,
     runs_on_gateway,
     search_tools,
     tool_view,
@@ -174,21 +177,28 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     tools at all, to answer.
     """
     request = state.request
+    check_request(request, ctx.adapter.wire)  # refused tools (the service checked them first)
     declared = [
         {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
+    results = hosted_results(state)
+    transcript = model_transcript(state)
+    if ctx.adapter.wire in LOWERED_WIRES:  # what no function wire shows, as the contract says
+        transcript = lower_context_items(transcript, keep=results)
     view = tool_view(
         declared,
-        model_transcript(state),
+        transcript,
         request.get("tool_choice"),
         ctx.adapter.wire,
         backed=frozenset(ctx.backends),
-        results=hosted_results(state),
+        results=results,
     )
     tools = view.tools + ctx.tools.model_tools()
     if state.tool_calls_executed >= tool_budget(state, ctx):
         tools = []
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
+    if ctx.adapter.wire == "responses":
+        params.update(state.passthrough)
     if state.include:
         params["include"] = list(state.include)
     if params.get("service_tier") == "auto":  # the echoed default; the upstream's own default
@@ -489,16 +499,22 @@ async def _run_on_gateway(
 async def _run_backend(
     state: LoopState, ctx: LoopContext, writer: OutputWriter, index: int
 ) -> None:
-    """Run a hosted call (``web_search_call``) through the kind's configured backend."""
+    """Run a hosted call (``web_search_call``, ``file_search_call``...) through the kind's
+    configured backend; its result goes into the item's own fields (the tool-kind table's
+    :class:`~responses_gateway.tool_kinds.Backend`), so later turns replay it from the item."""
     item = state.output[index]
-    backend = ctx.backends.get(ITEM_KINDS[str(item["type"])].name)
+    kind = ITEM_KINDS[str(item["type"])]
+    backend = ctx.backends.get(kind.name)
     if backend is None:  # the backend is gone (a resumed loop on another configuration)
         outcome = ToolOutcome(error={"message": "No backend is configured for this tool."})
     else:
         outcome = await backend.run(item)
     text = _outcome_text(outcome)
     state.control_items.append({"type": HOSTED_RESULT, "item_id": item["id"], "output": text})
-    if outcome.error is None:
+    if outcome.error is None and kind.backend is not None:
+        item.update(kind.backend.result(item, text))
+        for name, data in kind.backend.progress(item, text, index):
+            writer.sink.emit(ItemEvent(name, data))
         name = f"response.{item['type']}.completed"
         writer.sink.emit(ItemEvent(name, {"item_id": item["id"], "output_index": index}))
     writer.finish_call_item(index, "completed" if outcome.error is None else "failed")
@@ -509,6 +525,9 @@ def _outcome_text(outcome: ToolOutcome) -> str:
         return outcome.output or ""
     error = outcome.error
     message = error.get("message") if isinstance(error, dict) else None
+    if message is None and isinstance(error, dict) and isinstance(error.get("content"), list):
+        texts = [str(p.get("text")) for p in error["content"] if isinstance(p, dict)]
+        message = "\n".join(texts) or None
     return f"The tool failed: {message or error}"
 
 
@@ -534,16 +553,20 @@ async def _search_tools(
     )
 
 
-_GATEWAY_RUNNERS = {"tool_search_call": _search_tools, "web_search_call": _run_backend}
+_GATEWAY_RUNNERS = {
+    "tool_search_call": _search_tools,
+    **{kind.item_type: _run_backend for kind in KINDS if kind.backend and kind.item_type},
+}
 """Call item types the gateway runs itself (``runs_on_gateway``) -> their runner."""
 
 
 def _settle(state: LoopState, sink: Sink) -> None:
     """Close tool calls that were announced but will never run (the response is ending)."""
     for index, item in enumerate(state.output):
+        kind = ITEM_KINDS.get(str(item.get("type")))
         pending = item.get("type") == "mcp_call" or runs_on_gateway(item)
         if pending and item.get("status") == "in_progress":
-            item["status"] = "incomplete"
+            item["status"] = kind.cut_off if kind is not None else "incomplete"
             sink.emit(ItemFinished(index, snapshot(item)))
 
 
@@ -554,12 +577,30 @@ def _interrupt_for_approval(state: LoopState, action: InterruptForApproval) -> N
     return Finish("completed")
 
 
+async def _finish_writing(write: Awaitable[None], response_id: str) -> None:
+    """Await ``write`` to its end even if the task is cancelled meanwhile (a client leaving
+    while the record is written): a record write cut between its steps would leave no record
+    at all. The cancellation is re-raised once the write is done."""
+    job = asyncio.ensure_future(write)
+    try:
+        await asyncio.shield(job)
+    except asyncio.CancelledError:
+        if not job.done():
+            logger.info("cancelled while storing %s: finishing the write first", response_id)
+            await asyncio.wait({job})
+        if not job.cancelled() and job.exception() is not None:
+            logger.error("could not store response %s: %s", response_id, job.exception())
+        raise
+
+
 async def _persist(state: LoopState, ctx: LoopContext) -> dict[str, Any]:
     response = render_response(state)
     if ctx.persist is None:
         return response
     try:
-        await ctx.persist(state, response)
+        await _finish_writing(
+            ctx.persist(state, render_response(state, stored=True)), state.response_id
+        )
     except GatewayError as error:
         logger.error("could not store response %s: %s", state.response_id, error.message)
         ctx.failure = InternalError("The response could not be stored.")

@@ -30,7 +30,7 @@ from responses_gateway.loop.events import (
 from responses_gateway.loop.reasoning import ReasoningPolicy, sealed_content
 from responses_gateway.loop.state import LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, GatewayTool, ToolRegistry
-from responses_gateway.tool_kinds import CALL_ITEM_TYPES, Exposed
+from responses_gateway.tool_kinds import CALL_ITEM_TYPES, Exposed, shown
 
 __all__ = [
     "FunctionCallWriter",
@@ -102,33 +102,73 @@ class _ItemWriter:
 
 
 class MessageWriter(_ItemWriter):
-    """An assistant message: an ``output_text`` part (:meth:`text`), then optionally a
-    ``refusal`` part (:meth:`refusal`)."""
+    """An assistant message: an ``output_text`` part (:meth:`text`, with its
+    :meth:`annotation`s), and/or a ``refusal`` part (:meth:`refusal`) after it.
+
+    Parts open with their first delta, so a message that only refuses has no empty text part;
+    a message finished without any part gets one empty ``output_text`` part.
+    """
 
     def __init__(self, writer: OutputWriter, index: int) -> None:
         super().__init__(writer, index)
-        self._part = 0
-        self._part_open = True
+        self._part = -1
+        self._part_open = False
 
     def text(self, delta: str) -> None:
-        if not delta or self.closed or self._kind() != "output_text":
+        if not delta or self.closed or self._refused():
             return
+        if self._part < 0:
+            self._open_part({"type": "output_text", "text": "", "annotations": [], "logprobs": []})
         self._append(delta)
 
     def refusal(self, delta: str) -> None:
-        """Append refusal text, in a ``refusal`` part that follows the text part."""
+        """Append refusal text, in a ``refusal`` part that follows the text part, if any."""
         if not delta or self.closed:
             return
-        if self._kind() != "refusal":
+        if not self._refused():
             self._close_part()
-            content = self._item["content"]
-            content.append({"type": "refusal", "refusal": ""})
-            self._part = len(content) - 1
-            self._part_open = True
-            self._writer.sink.emit(
-                PartStarted(self.output_index, self.item_id, self._part, dict(content[-1]))
-            )
+            self._open_part({"type": "refusal", "refusal": ""})
         self._append(delta)
+
+    def annotation(self, annotation: dict[str, Any]) -> None:
+        """Add a citation to the text part (``response.output_text.annotation.added``)."""
+        if self.closed or self._part < 0 or self._refused():
+            return
+        annotations = self._item["content"][self._part]["annotations"]
+        annotations.append(annotation)
+        self._writer.sink.emit(
+            ItemEvent(
+                "response.output_text.annotation.added",
+                {
+                    "item_id": self._item_id,
+                    "output_index": self.output_index,
+                    "content_index": self._part,
+                    "annotation_index": len(annotations) - 1,
+                    "annotation": annotation,
+                },
+            )
+        )
+
+    def logprobs(self, entries: list[dict[str, Any]]) -> None:
+        """Add token logprobs to the text part (``include: message.output_text.logprobs``)."""
+        if entries and not self.closed and self._part >= 0 and not self._refused():
+            self._item["content"][self._part]["logprobs"].extend(entries)
+
+    def annotations(self) -> list[dict[str, Any]]:
+        """The text part's annotations so far."""
+        if self._part < 0 or self._refused():
+            return []
+        return list(self._item["content"][0].get("annotations") or [])
+
+    def _refused(self) -> bool:
+        return self._part >= 0 and self._kind() == "refusal"
+
+    def _open_part(self, part: dict[str, Any]) -> None:
+        content = self._item["content"]
+        content.append(part)
+        self._part = len(content) - 1
+        self._part_open = True
+        self._writer.sink.emit(PartStarted(self.output_index, self.item_id, self._part, dict(part)))
 
     def _kind(self) -> str:
         return str(self._item["content"][self._part]["type"])
@@ -148,6 +188,8 @@ class MessageWriter(_ItemWriter):
     def finish(self, status: str = "completed") -> None:
         if self.closed:
             return
+        if self._part < 0:
+            self._open_part({"type": "output_text", "text": "", "annotations": [], "logprobs": []})
         self.item["status"] = status
         self._close_part()
         self._close_item()
@@ -383,7 +425,8 @@ class RelayWriter:
         if status != "completed" and "status" in item:
             item["status"] = status
         self._writer._relay_closed(self)
-        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(item)))
+        shown_item = shown(item, self._writer.state.include)
+        self._writer.sink.emit(ItemFinished(self.output_index, snapshot(shown_item)))
 
 
 class ListingWriter:
@@ -452,7 +495,7 @@ class OutputWriter:
             self._open.remove(writer)
 
     def message(self, item_id: str | None = None) -> MessageWriter:
-        """Open an assistant message with an empty ``output_text`` part."""
+        """Open an assistant message (its parts open with their first delta)."""
         index = self._append(
             {
                 "id": item_id or new_id("msg"),
@@ -463,9 +506,6 @@ class OutputWriter:
             }
         )
         writer = MessageWriter(self, index)
-        part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-        self.state.output[index]["content"].append(part)
-        self.sink.emit(PartStarted(index, writer.item_id, 0, dict(part)))
         self._open.append(writer)
         return writer
 
@@ -548,14 +588,15 @@ class OutputWriter:
         self.state.output[index] = item
         if status == "completed" and kind.gateway_runs(item):
             return index  # stays in_progress: the gateway runs it next (ExecuteTools)
-        self.finish_call_item(index, status)
+        self.finish_call_item(index, status if status == "completed" else kind.cut_off)
         return index
 
     def finish_call_item(self, index: int, status: str = "completed") -> None:
-        """Close the call item at ``index`` with ``status``."""
+        """Close the call item at ``index`` with ``status`` (its ``done`` event shows what the
+        response's ``include`` asks for, see :func:`~responses_gateway.tool_kinds.shown`)."""
         item = self.state.output[index]
         item["status"] = status
-        self.sink.emit(ItemFinished(index, snapshot(item)))
+        self.sink.emit(ItemFinished(index, snapshot(shown(item, self.state.include))))
 
     def add_item(self, item: dict[str, Any]) -> int:
         """Add a whole item the gateway produced (a ``tool_search_output``...), announced and

@@ -137,7 +137,9 @@ def _error_text(error: Any) -> str:
     if isinstance(error, dict):
         if error.get("message"):
             return str(error["message"])
-        texts = [p.get("text", "") for p in error.get("content") or [] if isinstance(p, dict)]
+        content = error.get("content")
+        parts = content if isinstance(content, list) else []
+        texts = [str(p.get("text") or "") for p in parts if isinstance(p, dict)]
         if any(texts):
             return "\n".join(t for t in texts if t)
     return json.dumps(error)

@@ -4,7 +4,9 @@ Owns the shape of the ``Response`` object for every moment and every ending: the
 ``response.created`` (status ``in_progress`` or ``queued``, no output yet), and the final object of
 a ``completed``, ``incomplete`` (``incomplete_details.reason``), ``failed`` (``error``) or
 ``cancelled`` response. Streaming and non-streaming requests render through this one function, so
-the streamed ``response.completed`` equals the non-streamed body.
+the streamed ``response.completed`` equals the non-streamed body. The stored object keeps every
+result field of the items (later turns replay them); the client's views show what ``include``
+asks.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from responses_gateway.loop.state import LoopState
+from responses_gateway.tool_kinds import shown
 
 __all__ = ["normalize_usage", "render_response"]
 
@@ -38,8 +41,12 @@ def normalize_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
-def render_response(state: LoopState, *, include_output: bool = True) -> dict[str, Any]:
-    """The Response object for ``state`` as it is now."""
+def render_response(
+    state: LoopState, *, include_output: bool = True, stored: bool = False
+) -> dict[str, Any]:
+    """The Response object for ``state`` as it is now: as the client sees it (result fields its
+    ``include`` does not ask for emptied, see :func:`~responses_gateway.tool_kinds.shown`), or,
+    ``stored``, whole (what later turns replay)."""
     response: dict[str, Any] = {
         "id": state.response_id,
         "object": "response",
@@ -52,7 +59,8 @@ def render_response(state: LoopState, *, include_output: bool = True) -> dict[st
     }
     response.update(state.request)
     response["model"] = state.model
-    response["output"] = [dict(item) for item in state.output] if include_output else []
+    output = state.output if stored else [shown(item, state.include) for item in state.output]
+    response["output"] = [dict(item) for item in output] if include_output else []
     response["usage"] = normalize_usage(state.usage) if state.status != "in_progress" else None
     if state.completed_at is not None:
         response["completed_at"] = state.completed_at

@@ -180,6 +180,9 @@ class LoopState:
     """Input items that steer the gateway and never reach the model (approvals, listings)."""
     include: list[str] = field(default_factory=list)
     """The client's ``include`` values (extra output data it asked the upstream for)."""
+    passthrough: dict[str, Any] = field(default_factory=dict)
+    """Create fields a Responses upstream gets as sent and no Response echoes (``moderation``,
+    ``prompt_cache_options``...; see ``protocol.contract.RESPONSES_ONLY_FIELDS``)."""
     output: list[dict[str, Any]] = field(default_factory=list)
     """This response's output items, in output-index order."""
     next_action: NextAction = field(default_factory=CallLlm)

@@ -332,12 +332,13 @@ class FunctionCallItem(_Lenient):
 class FunctionCallOutputItem(_Lenient):
     """The client's result for a ``function_call``.
 
-    ``call_id`` is required here although the newest spec makes it optional (programmatic tool
-    calling): every upstream the gateway talks to needs it to pair the result with its call.
+    ``call_id`` is optional, as in the SDK's types (programmatic tool calling: a result for a
+    ``program`` caller). Without it, a Responses upstream gets the item as sent and a function
+    wire gets the output as context text (:mod:`responses_gateway.protocol.contract`).
     """
 
     type: Literal["function_call_output"]
-    call_id: str
+    call_id: str | None = None
     output: FunctionOutput
     id: str | None = None
     status: ItemStatus | None = None

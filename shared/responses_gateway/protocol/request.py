@@ -17,6 +17,11 @@ Validation choices (OpenAI's where the spec or the API says, ours where marked [
   integer, NaN/Infinity are rejected. ``temperature`` 0..2, ``top_p`` 0..1, ``top_logprobs``
   0..20, ``max_output_tokens`` >= 16 (the spec's minimum). [choice] ``max_tool_calls`` >= 1 (the
   spec sets no minimum; 0 would cap every gateway tool call before the first model call).
+  Counts (``max_output_tokens``, ``max_tool_calls``, ``compact_threshold``) are at most
+  2147483647, so a huge integer never reaches an upstream.
+* Function tool ``parameters`` must be a JSON Schema of an object
+  (:mod:`responses_gateway.protocol.schema_check`): 400 ``invalid_function_parameters`` on
+  ``tools[i].parameters``, "Invalid schema for function '<name>': ...".
 * ``metadata``: at most 16 pairs, keys <= 64 characters (errors on ``metadata``), string values
   <= 512 characters (errors on ``metadata.<key>``).
 * ``conversation`` with ``previous_response_id``: 400 on ``conversation``, code
@@ -74,8 +79,10 @@ from pydantic_core import ErrorDetails, PydanticCustomError
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.protocol.items import InputItem, object_union, tagged_union_by_type
+from responses_gateway.protocol.schema_check import schema_problem
 
 __all__ = [
+    "INT32_MAX",
     "AllowedToolsChoice",
     "ContextManagement",
     "ConversationRef",
@@ -151,8 +158,11 @@ def _non_empty(value: str) -> str:
 Temperature = Annotated[float, _bounded("decimal", 0, 2)]
 TopP = Annotated[float, _bounded("decimal", 0, 1)]
 TopLogprobs = Annotated[int, _bounded("integer", 0, 20)]
-MaxOutputTokens = Annotated[int, _bounded("integer", 16, None)]
-MaxToolCalls = Annotated[int, _bounded("integer", 1, None)]
+INT32_MAX = 2_147_483_647
+"""The largest value an integer parameter takes (OpenAI's bound for unbounded counts)."""
+MaxOutputTokens = Annotated[int, _bounded("integer", 16, INT32_MAX)]
+MaxToolCalls = Annotated[int, _bounded("integer", 1, INT32_MAX)]
+Int32 = Annotated[int, _bounded("integer", 0, INT32_MAX)]
 NonEmptyStr = Annotated[str, AfterValidator(_non_empty)]
 
 
@@ -167,6 +177,17 @@ class FunctionTool(_Lenient):
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+
+    @model_validator(mode="after")
+    def _parameters_are_a_schema(self) -> FunctionTool:
+        problem = None if self.parameters is None else schema_problem(self.parameters)
+        if problem:
+            raise _custom(
+                "invalid_function_parameters",
+                f"Invalid schema for function '{self.name}': {problem}.",
+                "parameters",
+            )
+        return self
 
 
 class McpToolFilter(_Lenient):
@@ -412,7 +433,7 @@ class ContextManagement(_Lenient):
     """One ``context_management`` entry: ``{"type":"compaction","compact_threshold"?}``."""
 
     type: str
-    compact_threshold: int | None = None
+    compact_threshold: Int32 | None = None
 
 
 InputParam = Annotated[
@@ -541,6 +562,7 @@ _FINAL_MESSAGE_CODES = frozenset(
         "mutually_exclusive_parameters",
         "missing_required_parameter",
         "invalid_value",
+        "invalid_function_parameters",
     }
 )
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'")

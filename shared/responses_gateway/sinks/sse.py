@@ -4,7 +4,9 @@ Owns the translation of :mod:`responses_gateway.loop.events` into the wire event
 streaming contract (``response.created`` ... ``response.completed``): event names, field names,
 ``sequence_number`` numbering, ``obfuscation`` padding and SSE framing. Its only state is what the
 translation needs (the next sequence number, each open item's type, whether the terminal event was
-sent). It makes no control decisions, never reorders, invents or drops loop events, and does not
+sent). The event dicts are built here once for every transport: SSE frames them, and the
+WebSocket sink (:mod:`responses_gateway.sinks.websocket`) overrides only :meth:`SSESink._frame`.
+It makes no control decisions, never reorders, invents or drops loop events, and does not
 touch the transport beyond calling ``write`` once per frame.
 
 A cancelled response has no wire event of its own (neither the SDK's ``ResponseStreamEvent`` union
@@ -152,11 +154,16 @@ class SSESink:
             return
         data["sequence_number"] = self._seq
         try:
-            self._write(encode_frame(event_type, data))
+            self._write(self._frame(event_type, data))
         except OSError:
             self._closed = True
             return
         self._seq += 1
+
+    def _frame(self, event_type: str, data: dict[str, Any]) -> bytes:
+        """The bytes of one event on this transport: an SSE frame. Other transports of the same
+        events (the WebSocket sink) override this and nothing else."""
+        return encode_frame(event_type, data)
 
     def _response_started(self, event: ResponseStarted) -> None:
         response = event.response
@@ -275,7 +282,7 @@ class SSESink:
         else:
             done["text"] = part["text"]
             if part_type == "output_text":
-                done["logprobs"] = []
+                done["logprobs"] = part.get("logprobs") or []
         self._send(event_type, done)
         self._send(
             "response.content_part.done",

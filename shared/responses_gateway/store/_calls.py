@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import secrets
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
@@ -20,13 +21,15 @@ from responses_gateway.errors import InternalError
 from responses_gateway.store._codec import Item, Key, item_size, read_units, write_units
 from responses_gateway.store.meter import UnitMeter
 
-__all__ = ["ConditionFailed", "DynamoClient", "StoreError", "TableClient"]
+__all__ = ["WRITE_TOKEN", "ConditionFailed", "DynamoClient", "StoreError", "TableClient"]
 
 T = TypeVar("T")
 
 BATCH_GET_KEYS = 100
 BATCH_WRITE_ITEMS = 25
 _MAX_ATTEMPTS = 8
+WRITE_TOKEN = "wt"
+"""Attribute holding the token of the conditional write that wrote an item."""
 
 
 class StoreError(InternalError):
@@ -143,7 +146,18 @@ class TableClient:
         values: dict[str, Any] | None = None,
         return_old: bool = False,
     ) -> Item | None:
-        """Write ``item``; returns the item it replaced when ``return_old``."""
+        """Write ``item``; returns the item it replaced when ``return_old``.
+
+        A conditional write carries a write token (``wt``): botocore retries an attempt whose
+        answer was lost (a timeout, a reset connection) after DynamoDB applied it, and that
+        retry then fails its own condition. On a failed condition the item is read back, and
+        when it holds this call's token the write is ours and succeeded (``return_old`` then
+        answers None: the replaced item is not known any more).
+        """
+        token = None
+        if condition:
+            token = secrets.token_hex(8)
+            item = {**item, WRITE_TOKEN: {"S": token}}
         params: dict[str, Any] = {"TableName": self.table, "Item": item}
         params.update(_condition(condition, names, values))
         if return_old:
@@ -152,7 +166,10 @@ class TableClient:
             response = await self._call(op, "put_item", **params)
         except ConditionFailed:
             self._meter.record(op, write_units=write_units(item_size(item)))
-            raise
+            current = await self.get_item(op, {"PK": item["PK"], "SK": item["SK"]})
+            if token is None or current is None or current.get(WRITE_TOKEN) != {"S": token}:
+                raise
+            return None
         old: Item | None = response.get("Attributes")
         size = max(item_size(item), item_size(old) if old else 0)
         self._meter.record(op, write_units=write_units(size))

@@ -7,7 +7,13 @@ Owns the layout under ``PK = T#<tenant>#C#<conversation id>`` (see DESIGN.md):
   (``[[seq, item], ...]``, JSON, zlib when smaller) inline up to 350 KB, otherwise chunks at
   ``P#<first seq>#<nonce>#<i>`` written before the row that names them;
 - ``SK = X#<item id>``: the row and sequence number of that item, so ``get_item`` and
-  ``delete_item`` are key reads, not scans.
+  ``delete_item`` are key reads, not scans;
+- ``SK = K#<once key>``: the first sequence number of a keyed append (a response's turn), so
+  repeating that append (a retry, a worker settling another's ending) writes nothing new;
+
+and, under ``PK = T#<tenant>#CL``, ``SK = <created_at, 10 digits>#<conversation id>``: the
+tenant's **conversation list** (id, creation time, metadata as last updated, TTL), written with
+META by create and update and deleted with it, so the console's page is one descending Query.
 
 An append reserves its sequence range with one atomic ``ADD next_seq`` conditioned on the
 conversation existing, writes chunks and index rows, then the append row: a single-item write,
@@ -41,7 +47,12 @@ from responses_gateway.store._codec import (
     escape,
     key,
 )
-from responses_gateway.store.base import RECORD_VERSION, Conversation, ItemPage
+from responses_gateway.store.base import (
+    RECORD_VERSION,
+    Conversation,
+    ConversationPage,
+    ItemPage,
+)
 
 __all__ = ["ConversationTable"]
 
@@ -74,12 +85,34 @@ def _row_sk(seq: int) -> str:
     return f"I#{seq:012d}"
 
 
+def _once_sk(once_key: str) -> str:
+    return f"K#{escape(once_key)}"
+
+
 def _index_sk(item_id: str) -> str:
     return f"X#{escape(item_id)}"
 
 
 def _chunk_prefix(row: Item) -> str:
     return f"P#{row['SK']['S'][2:]}"
+
+
+def _list_pk(tenant: str) -> str:
+    return f"T#{escape(tenant)}#CL"
+
+
+def _list_key(tenant: str, created_at: int, conversation_id: str) -> Key:
+    return key(_list_pk(tenant), f"{created_at:010d}#{conversation_id}")
+
+
+def _list_item(conversation: Conversation, expires: int) -> Item:
+    return {
+        **_list_key(conversation.tenant, conversation.created_at, conversation.id),
+        **_common(expires),
+        "id": {"S": conversation.id},
+        "created_at": {"N": str(conversation.created_at)},
+        "metadata": {"M": {k: {"S": v} for k, v in conversation.metadata.items()}},
+    }
 
 
 def _conversation(tenant: str, conversation_id: str, meta: Item) -> Conversation:
@@ -171,6 +204,7 @@ class ConversationTable:
             # Never over an existing META, even an expired one: its rows may still be there.
             self._db.put_item(op, meta, condition="attribute_not_exists(PK)"),
             self._db.batch_write(op, puts=before),
+            self._db.put_item(op, _list_item(conversation, expires)),
             return_exceptions=True,
         )
         for result in results:
@@ -199,7 +233,9 @@ class ConversationTable:
             )
         except ConditionFailed:
             return None
-        return _conversation(tenant, conversation_id, meta)
+        updated = _conversation(tenant, conversation_id, meta)
+        await self._db.put_item("update_conversation", _list_item(updated, updated.expires_at))
+        return updated
 
     async def delete(self, tenant: str, conversation_id: str) -> bool:
         """Delete META (the commit point), then purge the rows in batches, best effort: rows
@@ -209,19 +245,51 @@ class ConversationTable:
         if old is None:
             return False
         try:
+            listed = _list_key(tenant, int(old["created_at"]["N"]), conversation_id)
             rows = await self._db.query_all("delete_conversation", pk, EVERYTHING, keys_only=True)
-            await self._db.batch_write("delete_conversation", deletes=rows)
+            await self._db.batch_write("delete_conversation", deletes=[listed, *rows])
         except StoreError:
             _log.warning("could not purge a deleted conversation's rows; TTL will")
         return int(old[TTL_ATTR]["N"]) > self._clock()
 
-    async def append(self, tenant: str, conversation_id: str, items: list[dict[str, Any]]) -> None:
+    async def page(self, tenant: str, *, before: str | None, limit: int) -> ConversationPage:
+        pk = _list_pk(tenant)
+        items, last = await self._db.query_page(
+            "list_conversations",
+            pk,
+            ("0", before or "9999999999#~"),
+            forward=False,
+            limit=max(1, limit),
+            start=key(pk, before) if before is not None else None,
+        )
+        now = self._clock()
+        found = [
+            _conversation(tenant, item["id"]["S"], item)
+            for item in items
+            if int(item[TTL_ATTR]["N"]) > now
+        ]
+        cursor = items[-1]["SK"]["S"] if items and last is not None else None
+        return ConversationPage(conversations=found, next_cursor=cursor)
+
+    async def append(
+        self,
+        tenant: str,
+        conversation_id: str,
+        items: list[dict[str, Any]],
+        *,
+        once_key: str | None = None,
+    ) -> None:
         op = "append_items"
         pk = _pk(tenant, conversation_id)
         if not items:
             if await self._meta(op, pk) is None:
                 raise LookupError(f"conversation {conversation_id} not found")
             return
+        if once_key is not None:
+            marker = await self._db.get_item(op, key(pk, _once_sk(once_key)))
+            if marker is not None:  # appended (or being appended) at a known position
+                await self._write_row(op, pk, int(marker["start"]["N"]), items, marker)
+                return
         for _ in range(_RESERVE_ATTEMPTS):
             try:
                 meta = await self._db.update_item(
@@ -236,16 +304,37 @@ class ConversationTable:
                 raise LookupError(f"conversation {conversation_id} not found") from None
             start = int(meta["next_seq"]["N"]) - len(items)
             expires = int(meta[TTL_ATTR]["N"])
-            row, before = await self._db.offload(_append_items, pk, start, items, expires)
-            await self._db.batch_write(op, puts=before)
-            try:
-                # The row must be new: if its sequence was ever handed out twice (DynamoDB's
-                # ADD is atomic; emulators are not always), reserve again rather than overwrite.
-                await self._db.put_item(op, row, condition="attribute_not_exists(SK)")
-            except ConditionFailed:
-                continue
-            return
+            if once_key is not None:
+                marker = {
+                    **key(pk, _once_sk(once_key)),
+                    **_common(expires),
+                    "start": {"N": str(start)},
+                }
+                try:
+                    await self._db.put_item(op, marker, condition="attribute_not_exists(SK)")
+                except ConditionFailed:  # another writer of this key got there first
+                    marker = await self._db.get_item(op, key(pk, _once_sk(once_key))) or marker
+                    await self._write_row(op, pk, int(marker["start"]["N"]), items, marker)
+                    return
+            if await self._write_row(op, pk, start, items, meta) or once_key is not None:
+                return
+            # The row must be new: if its sequence was ever handed out twice (DynamoDB's
+            # ADD is atomic; emulators are not always), reserve again rather than overwrite.
         raise StoreError(f"conversation {conversation_id}: could not reserve item positions")
+
+    async def _write_row(
+        self, op: str, pk: str, start: int, items: list[dict[str, Any]], source: Item
+    ) -> bool:
+        """Write the append row of ``items`` at ``start`` (chunks and index rows first), never
+        over an existing row; False when a row was already there."""
+        expires = int(source[TTL_ATTR]["N"])
+        row, before = await self._db.offload(_append_items, pk, start, items, expires)
+        await self._db.batch_write(op, puts=before)
+        try:
+            await self._db.put_item(op, row, condition="attribute_not_exists(SK)")
+        except ConditionFailed:
+            return False
+        return True
 
     async def _entries(self, op: str, rows: list[Item]) -> list[Entry]:
         """The entries of ``rows`` in row order (raises :class:`_Changed` on a vanished chunk)."""

@@ -25,13 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from responses_gateway.store._calls import ConditionFailed, TableClient
+from responses_gateway.store._calls import WRITE_TOKEN, ConditionFailed, TableClient
 from responses_gateway.store._codec import (
     SCHEMA_ATTR,
     TTL_ATTR,
@@ -135,6 +136,7 @@ class LedgerTable:
             "entry": body,
             SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
             TTL_ATTR: self._ttl(self._marker_retention),
+            WRITE_TOKEN: {"S": secrets.token_hex(8)},
         }
         log_item: Item = {
             **key(_log_pk(entry.tenant), _log_sk(entry)),
@@ -202,7 +204,13 @@ class LedgerTable:
         try:
             await self._db.transact_write("record_usage", actions, units)
         except ConditionFailed:
-            return False
+            # Counted already, unless the marker holds this call's token: botocore retried a
+            # transaction whose answer was lost after DynamoDB applied it (the retry then fails
+            # its own condition), so the count is ours.
+            current = await self._db.get_item(
+                "record_usage", {"PK": marker["PK"], "SK": marker["SK"]}
+            )
+            return current is not None and current.get(WRITE_TOKEN) == marker[WRITE_TOKEN]
         return True
 
     async def read(self, start: int, end: int) -> list[UsageBucket]:
@@ -235,6 +243,22 @@ class LedgerTable:
         if item is None:
             return None
         return _entry_of(json.loads(item["entry"]["S"]))
+
+    async def log_only(self, entry: UsageEntry) -> None:
+        """The entry and its log item, counted nowhere (a refused request): one BatchWrite."""
+        body = {"S": json.dumps(_entry_json(entry), separators=(",", ":"))}
+        common: Item = {
+            "entry": body,
+            SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
+            TTL_ATTR: self._ttl(self._marker_retention),
+        }
+        await self._db.batch_write(
+            "log_request",
+            puts=[
+                {**key(response_pk(entry.tenant, entry.response_id), MARKER_SK), **common},
+                {**key(_log_pk(entry.tenant), _log_sk(entry)), **common},
+            ],
+        )
 
     async def list_requests(self, tenant: str, *, before: str | None, limit: int) -> RequestPage:
         pk = _log_pk(tenant)

@@ -24,7 +24,7 @@ from responses_gateway.store._calls import TableClient
 from responses_gateway.store._codec import SCHEMA_ATTR, TTL_ATTR, Item, escape, key
 from responses_gateway.store.base import RECORD_VERSION, TracePage
 
-__all__ = ["MAX_SPAN_BYTES", "TraceTable"]
+__all__ = ["MAX_SPAN_BYTES", "TraceTable", "span_order", "summary_of", "trace_text"]
 
 MAX_SPAN_BYTES = 300_000
 """Largest span JSON stored whole (DynamoDB items stop at 400 KB)."""
@@ -43,7 +43,24 @@ def _dump(value: dict[str, Any]) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def _span_text(span: dict[str, Any]) -> str:
+def summary_of(trace: dict[str, Any], received_ms: int) -> dict[str, Any]:
+    """What a trace list shows of ``trace``, received at ``received_ms``."""
+    return {
+        "id": str(trace["id"]),
+        "workflow_name": trace.get("workflow_name"),
+        "group_id": trace.get("group_id"),
+        "received_ms": received_ms,
+    }
+
+
+def span_order(span: dict[str, Any]) -> tuple[str, str]:
+    """The order of a trace's spans: ``started_at``, then ``id``."""
+    return (str(span.get("started_at") or ""), str(span.get("id")))
+
+
+def trace_text(span: dict[str, Any]) -> str:
+    """A span's stored JSON: whole up to :data:`MAX_SPAN_BYTES`, else its ids, times and
+    ``span_data`` type/name/response id with ``truncated: true``."""
     text = _dump(span)
     if len(text.encode()) <= MAX_SPAN_BYTES:
         return text
@@ -75,12 +92,7 @@ class TraceTable:
             puts.append(
                 {**key(_trace_pk(tenant, trace_id), TRACE_SK), "body": {"S": _dump(trace)}, **meta}
             )
-            summary = {
-                "id": trace_id,
-                "workflow_name": trace.get("workflow_name"),
-                "group_id": trace.get("group_id"),
-                "received_ms": received,
-            }
+            summary = summary_of(trace, received)
             puts.append(
                 {
                     **key(_index_pk(tenant), f"{received:013d}#{trace_id}"),
@@ -90,7 +102,7 @@ class TraceTable:
             )
         for span in spans:
             pk = _trace_pk(tenant, str(span["trace_id"]))
-            puts.append({**key(pk, f"S#{span['id']}"), "body": {"S": _span_text(span)}, **meta})
+            puts.append({**key(pk, f"S#{span['id']}"), "body": {"S": trace_text(span)}, **meta})
         await self._db.batch_write("put_traces", puts=puts)
 
     async def page(self, tenant: str, *, before: str | None, limit: int) -> TracePage:
@@ -124,7 +136,7 @@ class TraceTable:
                 trace = body
             else:
                 spans.append(body)
-        spans.sort(key=lambda s: (str(s.get("started_at") or ""), str(s.get("id"))))
+        spans.sort(key=span_order)
         return trace, spans
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointConflict",
     "Conversation",
+    "ConversationPage",
     "ConversationStore",
     "EventRead",
     "ItemPage",
@@ -99,6 +100,15 @@ class Conversation:
 
 
 @dataclass(slots=True)
+class ConversationPage:
+    """One page of a tenant's conversations, newest first."""
+
+    conversations: list[Conversation]
+    next_cursor: str | None = None
+    """Pass as ``before`` to read the next (older) page; None on the last page."""
+
+
+@dataclass(slots=True)
 class ItemPage:
     """One page of a conversation's items."""
 
@@ -160,11 +170,31 @@ class ConversationStore(Protocol):
 
     async def delete_conversation(self, tenant: str, conversation_id: str) -> bool: ...
 
+    async def list_conversations(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> ConversationPage:
+        """One page of ``tenant``'s live conversations, newest first (by ``created_at``, then
+        id; one bounded read). ``before`` is an earlier page's ``next_cursor``; metadata is as
+        last updated; deleted and expired conversations are left out."""
+        ...
+
     async def append_items(
-        self, tenant: str, conversation_id: str, items: list[dict[str, Any]]
+        self,
+        tenant: str,
+        conversation_id: str,
+        items: list[dict[str, Any]],
+        *,
+        once_key: str | None = None,
     ) -> None:
         """Append items (each with an ``id``) atomically and in order: concurrent appends never
-        lose or interleave items. Raises ``LookupError`` when the conversation does not exist."""
+        lose or interleave items. Raises ``LookupError`` when the conversation does not exist.
+
+        With ``once_key`` (the id of the response whose turn the items are), the append happens
+        at most once per key and conversation: calling again with the same key and items (a
+        retry, a worker settling an ending another one began) adds nothing and returns normally,
+        also after a crash half-way through the first call. The persister appends a turn this
+        way *before* it writes the response's final record, so a finished record always implies
+        its turn is in the conversation (see DESIGN.md, "Durable conversation appends")."""
         ...
 
     async def list_items(
@@ -328,6 +358,12 @@ class LedgerStore(Protocol):
         never returned; expired ones may be left out."""
         ...
 
+    async def log_request(self, entry: UsageEntry) -> None:
+        """Add ``entry`` to the tenant's request log (:meth:`list_requests`,
+        :meth:`get_usage_entry`) without counting it anywhere: a request refused before its loop
+        ran (``entry.response_id`` is a fresh request id). One write."""
+        ...
+
     async def read_usage(self, start: int, end: int) -> list[UsageBucket]:
         """Every counter row of every tenant whose hour starts in ``[start, end)`` (Unix
         seconds), in no particular order. Strongly consistent."""
@@ -370,9 +406,10 @@ class TraceStore(Protocol):
     ) -> None:
         """Store exported objects (each trace has an ``id``; each span an ``id`` and a
         ``trace_id``). Writing an object again replaces it. Spans may come before their trace.
-        A trace enters the tenant's trace list when its trace object is written (again: listed
-        again, newest first). Spans larger than the backend can hold keep their ids, times and
-        ``span_data.type``/``name``/``response_id`` and gain ``span_data.truncated: true``."""
+        A trace enters the tenant's trace list when its trace object is written (written again:
+        listed at the newer time; DynamoDB may keep the older listing too). Spans larger than
+        the backend can hold keep their ids, times and ``span_data.type``/``name``/
+        ``response_id`` and gain ``span_data.truncated: true``."""
         ...
 
     async def list_traces(

@@ -6,12 +6,14 @@ environment. The item layouts live in ``_responses.py`` and ``_conversations.py`
 mechanics (batching, retries, metering, error mapping) in ``_calls.py``; the key design is written
 up in ``DESIGN.md``. It must not know about HTTP, the API's error envelopes or the agent loop.
 
-Environment (:meth:`DynamoStore.from_env`, :func:`open_store`):
+Environment (:meth:`DynamoStore.from_env`):
 
-- ``DYNAMODB_TABLE``: the table; when unset, :func:`open_store` starts an embedded moto endpoint;
+- ``DYNAMODB_TABLE``: the table (``store.select`` decides which store a local run uses);
 - ``DYNAMODB_ENDPOINT_URL``: optional endpoint (DynamoDB Local, moto, ...);
 - ``AWS_REGION`` / ``AWS_DEFAULT_REGION``: region (``us-east-1`` when neither is set);
-- ``RETENTION_DAYS``: days before stored responses and conversations expire (default 30).
+- ``RETENTION_DAYS``: days before stored responses and conversations expire (default 30);
+- ``DYNAMODB_MAX_ATTEMPTS``: botocore attempts per call, retries included (default 4);
+- ``DYNAMODB_READ_TIMEOUT``: seconds an attempt waits for DynamoDB's answer (default 10).
 """
 
 from __future__ import annotations
@@ -28,11 +30,11 @@ from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
 from responses_gateway.store._conversations import ConversationTable
 from responses_gateway.store._ledger import LedgerTable
 from responses_gateway.store._responses import ResponseTable
-from responses_gateway.store._traces import TraceTable
 from responses_gateway.store.base import (
     BudgetLimits,
     Checkpoint,
     Conversation,
+    ConversationPage,
     EventRead,
     ItemPage,
     RequestPage,
@@ -44,12 +46,22 @@ from responses_gateway.store.base import (
     UsageEntry,
 )
 from responses_gateway.store.meter import UnitMeter
-from responses_gateway.store.table import make_client
+from responses_gateway.store.table import (
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_READ_TIMEOUT,
+    make_client,
+)
 
 if TYPE_CHECKING:
-    from responses_gateway.store.local import LocalDynamo
+    from responses_gateway.store._traces import TraceTable
 
-__all__ = ["DEFAULT_RETENTION_DAYS", "DynamoStore", "StoreError", "open_store"]
+__all__ = [
+    "DEFAULT_RETENTION_DAYS",
+    "DynamoStore",
+    "StoreError",
+    "region_from_env",
+    "retention_days_from_env",
+]
 
 DEFAULT_RETENTION_DAYS = 30
 _DAY = 86_400
@@ -81,7 +93,8 @@ class DynamoStore:
         self._conversations = ConversationTable(db, retention_seconds=retention, clock=clock)
         self._background = BackgroundTable(db, retention_seconds=retention, clock=clock)
         self._ledger = LedgerTable(db, retention_seconds=retention, clock=clock)
-        self._traces = TraceTable(db, retention_seconds=retention, clock=clock)
+        self._traces_table: Any = None  # the trace layout loads with the first trace call
+        self._table_args = (db, retention, clock)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
@@ -91,7 +104,10 @@ class DynamoStore:
         if not table:
             raise ConfigError("DYNAMODB_TABLE is not set")
         client = make_client(
-            endpoint_url=env.get("DYNAMODB_ENDPOINT_URL") or None, region=_region(env)
+            endpoint_url=env.get("DYNAMODB_ENDPOINT_URL") or None,
+            region=region_from_env(env),
+            max_attempts=_positive(env, "DYNAMODB_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
+            read_timeout=float(_positive(env, "DYNAMODB_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)),
         )
         return cls(client, table, retention_days=retention_days_from_env(env))
 
@@ -138,10 +154,21 @@ class DynamoStore:
     async def delete_conversation(self, tenant: str, conversation_id: str) -> bool:
         return await self._conversations.delete(tenant, conversation_id)
 
+    async def list_conversations(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> ConversationPage:
+        """One descending Query of the tenant's conversation list."""
+        return await self._conversations.page(tenant, before=before, limit=limit)
+
     async def append_items(
-        self, tenant: str, conversation_id: str, items: list[dict[str, Any]]
+        self,
+        tenant: str,
+        conversation_id: str,
+        items: list[dict[str, Any]],
+        *,
+        once_key: str | None = None,
     ) -> None:
-        await self._conversations.append(tenant, conversation_id, items)
+        await self._conversations.append(tenant, conversation_id, items, once_key=once_key)
 
     async def list_items(
         self,
@@ -237,6 +264,10 @@ class DynamoStore:
         """One descending Query of the tenant's log partition (``limit`` items at most)."""
         return await self._ledger.list_requests(tenant, before=before, limit=limit)
 
+    async def log_request(self, entry: UsageEntry) -> None:
+        """One BatchWriteItem: the entry and its log item (2 write units under 1 KB)."""
+        await self._ledger.log_only(entry)
+
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:
         return await self._ledger.spend(tenant, now)
 
@@ -247,6 +278,16 @@ class DynamoStore:
         return await self._ledger.get_limits(tenant)
 
     # Agent traces
+
+    @property
+    def _traces(self) -> TraceTable:
+        if self._traces_table is None:
+            from responses_gateway.store._traces import TraceTable
+
+            db, retention, clock = self._table_args
+            self._traces_table = TraceTable(db, retention_seconds=retention, clock=clock)
+        table: TraceTable = self._traces_table
+        return table
 
     async def put_traces(
         self, tenant: str, traces: list[dict[str, Any]], spans: list[dict[str, Any]]
@@ -267,8 +308,21 @@ class DynamoStore:
         return await self._traces.get(tenant, trace_id)
 
 
-def _region(env: Mapping[str, str]) -> str:
+def region_from_env(env: Mapping[str, str]) -> str:
     return env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def _positive(env: Mapping[str, str], name: str, default: float) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return int(default)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError(f"{name} must be a positive whole number, got {raw!r}")
+    return value
 
 
 def retention_days_from_env(env: Mapping[str, str]) -> int:
@@ -282,19 +336,3 @@ def retention_days_from_env(env: Mapping[str, str]) -> int:
     if days < 1:
         raise ConfigError(f"RETENTION_DAYS must be a whole number of days >= 1, got {raw!r}")
     return days
-
-
-def open_store(env: Mapping[str, str] | None = None) -> tuple[DynamoStore, LocalDynamo | None]:
-    """The store the environment asks for, and the embedded endpoint started for it (if any).
-
-    With ``DYNAMODB_TABLE`` set: :meth:`DynamoStore.from_env`, and None. Otherwise an embedded
-    moto endpoint with the table created (stop it with ``local.stop()`` at shutdown).
-    """
-    env = os.environ if env is None else env
-    if env.get("DYNAMODB_TABLE"):
-        return DynamoStore.from_env(env), None
-    from responses_gateway.store.local import start_local_dynamodb
-
-    local = start_local_dynamodb(region=_region(env))
-    store = DynamoStore(local.client, local.table_name, retention_days=retention_days_from_env(env))
-    return store, local

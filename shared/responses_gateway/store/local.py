@@ -1,11 +1,13 @@
-"""An embedded DynamoDB-compatible endpoint for local runs and tests (moto's server).
+"""An embedded DynamoDB-compatible endpoint for tests and ``GATEWAY_STORE=moto`` (moto's server).
 
 Owns starting moto's ``ThreadedMotoServer`` on a loopback port in this process, creating the
-gateway's table on it and handing back a ready client, so state works offline with no AWS account
-and no Docker. moto is imported only inside :func:`start_local_dynamodb`: it is heavy (about 2-3 s
-to import) and must never be loaded on the Lambda path. The dummy credentials live in the client
-built here only; the process environment is not touched. moto keeps TTL settings but never expires
-items: the store treats expired items as gone on read, so behaviour is the same.
+gateway's table on it and handing back a ready client, so the DynamoDB store runs offline with no
+AWS account and no Docker (``serve`` keeps its state in SQLite unless asked for this: moto answers
+a Query by walking the whole table, so it slows down as it fills). moto is imported only inside
+:func:`start_local_dynamodb`: it is heavy (about 2-3 s to import) and must never be loaded on the
+Lambda path. The dummy credentials live in the client built here only; the process environment is
+not touched. moto keeps TTL settings but never expires items: the store treats expired items as
+gone on read, so behaviour is the same.
 
 The endpoint answers one request at a time: moto's transactions deep-copy the table and are not
 safe against a concurrent write in another server thread (a copy fails with "dictionary changed

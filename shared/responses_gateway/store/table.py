@@ -54,14 +54,29 @@ def _error_code(exc: BaseException) -> str | None:
     return response.get("Error", {}).get("Code") if isinstance(response, dict) else None
 
 
+DEFAULT_MAX_ATTEMPTS = 4
+"""botocore attempts per call, the first included (standard retry mode: throttling, 5xx,
+timeouts and connection errors are retried with exponential backoff and jitter)."""
+DEFAULT_CONNECT_TIMEOUT = 3.0
+DEFAULT_READ_TIMEOUT = 10.0
+"""Seconds to wait for a connection, and for an answer, before an attempt fails (botocore's own
+default is 60 s, so a stalled endpoint would hold a request for minutes)."""
+
+
 def make_client(
     *,
     endpoint_url: str | None = None,
     region: str = "us-east-1",
     credentials: tuple[str, str] | None = None,
     max_pool_connections: int = 32,
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+    read_timeout: float = DEFAULT_READ_TIMEOUT,
 ) -> Any:
     """A boto3 DynamoDB client (thread-safe: build one per process).
+
+    A call waits at most about ``max_attempts * (connect_timeout + read_timeout)`` plus the
+    backoff between attempts, then fails (the store turns that into a 500 envelope).
 
     With an ``endpoint_url`` (moto, DynamoDB Local) account-id based endpoints are turned off, and
     when no credentials are configured for a loopback endpoint, dummy ones are passed to this
@@ -72,7 +87,9 @@ def make_client(
 
     options: dict[str, Any] = {
         "max_pool_connections": max_pool_connections,
-        "retries": {"mode": "standard", "max_attempts": 4},
+        "retries": {"mode": "standard", "total_max_attempts": max_attempts},
+        "connect_timeout": connect_timeout,
+        "read_timeout": read_timeout,
     }
     if endpoint_url:
         options["account_id_endpoint_mode"] = "disabled"

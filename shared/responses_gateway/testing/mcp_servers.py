@@ -10,8 +10,11 @@ the legacy SSE transport (``/sse``) by :func:`start_mcp_server`, in a uvicorn th
   headers the server received;
 - ``failing``: listing tools answers a JSON-RPC error, and so does calling ``protocol_error``
   (the ``calc`` tools work);
-- ``search``: ``search(query)`` answers deterministic web-search-like results for ``query`` (a
-  backend for the hosted ``web_search`` tool);
+- ``search``: backends for the hosted tools, all deterministic: ``search(query)`` answers
+  web-search-like results with a URL (``web_search``), ``find_files(query)`` a JSON list of one
+  file result (``file_search``), ``run_python(code)`` JSON logs, or a tool error when the code
+  contains ``raise`` (``code_interpreter``), ``draw(prompt)`` a JSON base64 image, revised
+  prompt and one partial image (``image_generation``);
 - ``hanging``: ``hang`` never returns until the server stops (or :meth:`HangControl.release`);
 - ``auth_required``: the ``calc`` tools, behind HTTP 401 unless ``Authorization: Bearer
   <MCP_TEST_TOKEN>`` is sent.
@@ -230,6 +233,26 @@ def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MC
             log.record("search", query=query)
             slug = "-".join(query.split())
             return f"1. {query}: https://example.com/{slug}"
+
+        @server.tool(description="Search the files.")
+        def find_files(query: str) -> str:
+            log.record("find_files", query=query)
+            return json.dumps(
+                [{"file_id": "file_1", "filename": "notes.md", "score": 0.5, "text": query}]
+            )
+
+        @server.tool(description="Run Python code.")
+        def run_python(code: str) -> str:
+            log.record("run_python", code=code)
+            if "raise" in code:
+                raise ToolError("Traceback: boom")
+            return json.dumps({"logs": f"ran {len(code)} chars\n"})
+
+        @server.tool(description="Draw an image.")
+        def draw(prompt: str) -> str:
+            log.record("draw", prompt=prompt)
+            image = {"result": "iVBORw0KGgo=", "revised_prompt": f"{prompt}, watercolor"}
+            return json.dumps({**image, "partial_images": ["iVBO"]})
 
     elif kind == "hanging":
 

@@ -20,6 +20,7 @@ from typing import Literal
 import uvicorn
 from starlette.types import ASGIApp
 
+from responses_gateway.sockets.serving import LazyWebSocketProtocol
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
 
@@ -162,7 +163,7 @@ def run_in_thread(
         log_config=None,
         log_level=log_level,
         lifespan=lifespan,
-        ws="none",
+        ws=LazyWebSocketProtocol,
         timeout_graceful_shutdown=graceful_timeout,
     )
     server = _ThreadServer(config)

@@ -19,7 +19,13 @@ from typing import Any, get_args
 import pydantic
 from openai.types.responses import ResponseStreamEvent
 
-__all__ = ["StreamViolation", "check_stream", "parse_sse"]
+__all__ = [
+    "StreamViolation",
+    "check_socket_error",
+    "check_socket_stream",
+    "check_stream",
+    "parse_sse",
+]
 
 
 class StreamViolation(AssertionError):
@@ -477,6 +483,54 @@ def check_stream(events: list[dict[str, Any]]) -> dict[str, Any]:
     terminal = _Checker().check(events)
     response: dict[str, Any] = terminal["response"]
     return response
+
+
+def check_socket_stream(
+    events: list[dict[str, Any]], stream_id: str | None = None
+) -> dict[str, Any]:
+    """Validate one response's WebSocket-mode events (parsed messages, in order); return its
+    terminal ``response``. Every event must carry ``stream_id`` exactly when the create named
+    one, and with that value; without it, the events must form a valid HTTP stream.
+
+    Raises:
+        StreamViolation: the first rule the events break.
+    """
+    stripped = []
+    for position, event in enumerate(events):
+        if event.get("stream_id") != stream_id or (stream_id is None and "stream_id" in event):
+            raise StreamViolation(
+                f"event {position} ({event.get('type')}): stream_id is "
+                f"{event.get('stream_id')!r}, expected {stream_id!r}"
+            )
+        stripped.append({k: v for k, v in event.items() if k != "stream_id"})
+    return check_stream(stripped)
+
+
+def check_socket_error(event: dict[str, Any], stream_id: str | None = None) -> dict[str, Any]:
+    """Validate a WebSocket-mode ``error`` event against the SDK's ``ResponseWsError`` (no field
+    it does not declare; a nested ``error`` with ``type``, ``code``, ``message`` and ``param``;
+    an integer ``status``) and return its nested error.
+
+    Raises:
+        StreamViolation: the event breaks one of those rules.
+    """
+    from openai.types.responses.responses_server_event import ResponseWsError
+
+    try:
+        ResponseWsError.model_validate(event)
+    except pydantic.ValidationError as error:
+        raise StreamViolation(f"error event: {_describe(error)}") from None
+    unknown = sorted(set(event) - set(ResponseWsError.model_fields))
+    if unknown:
+        raise StreamViolation(f"error event: fields unknown to ResponseWsError: {unknown}")
+    nested = event["error"]
+    if not {"type", "code", "message", "param"} <= set(nested):
+        raise StreamViolation("error event: the nested error needs type, code, message, param")
+    if not isinstance(event.get("status"), int):
+        raise StreamViolation("error event: status must be the HTTP status as an integer")
+    if event.get("stream_id") != stream_id:
+        raise StreamViolation(f"error event: stream_id {event.get('stream_id')!r} != {stream_id!r}")
+    return dict(nested)
 
 
 def parse_sse(body: bytes | str) -> list[dict[str, Any]]:

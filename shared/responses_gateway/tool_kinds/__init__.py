@@ -28,17 +28,21 @@ tools are not here: the gateway runs them (:mod:`responses_gateway.gateway_tools
 
 from responses_gateway.tool_kinds.search import search_tools
 from responses_gateway.tool_kinds.table import (
+    BACKED_KINDS,
     CALL_ITEM_TYPES,
     CLIENT_CALL_ITEM_TYPES,
     HOSTED_ITEM_TYPES,
     ITEM_KINDS,
     KINDS,
+    Backend,
     Exposed,
     ToolKind,
     exposed_name,
+    hosted_seen,
     item_id_prefix,
     kind_of,
     runs_on_gateway,
+    shown,
 )
 from responses_gateway.tool_kinds.view import (
     HOSTED_POLICIES,
@@ -51,6 +55,7 @@ from responses_gateway.tool_kinds.view import (
 )
 
 __all__ = [
+    "BACKED_KINDS",
     "CALL_ITEM_TYPES",
     "CLIENT_CALL_ITEM_TYPES",
     "HOSTED_ITEM_TYPES",
@@ -58,16 +63,19 @@ __all__ = [
     "ITEM_KINDS",
     "KINDS",
     "LOWERED_WIRES",
+    "Backend",
     "Exposed",
     "HostedPolicy",
     "ToolKind",
     "ToolView",
     "exposed_name",
+    "hosted_seen",
     "hosted_tools_without_backend",
     "item_id_prefix",
     "kind_of",
     "lower_items",
     "runs_on_gateway",
     "search_tools",
+    "shown",
     "tool_view",
 ]

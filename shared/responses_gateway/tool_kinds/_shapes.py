@@ -8,6 +8,7 @@ Pure functions and constants only; :mod:`responses_gateway.tool_kinds.table` ass
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -368,3 +369,221 @@ def shell_events(item: dict[str, Any], output_index: int) -> list[Event]:
             events.append(("response.shell_call_command.delta", {**where, "delta": command}))
         events.append(("response.shell_call_command.done", {**where, "command": command}))
     return events
+
+
+# --------------------------------------------------------------------------- hosted backends
+
+FILE_SEARCH_SCHEMA = {
+    "description": "Search the files. Returns the matching passages.",
+    "parameters": {
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to look for."}},
+        "required": ["query"],
+    },
+}
+CODE_INTERPRETER_SCHEMA = {
+    "description": "Run Python code in a sandbox. Returns what it printed.",
+    "parameters": {
+        "type": "object",
+        "properties": {"code": {"type": "string", "description": "The Python code to run."}},
+        "required": ["code"],
+    },
+}
+IMAGE_GENERATION_SCHEMA = {
+    "description": "Generate an image from a text description.",
+    "parameters": {
+        "type": "object",
+        "properties": {"prompt": {"type": "string", "description": "The image to draw."}},
+        "required": ["prompt"],
+    },
+}
+_URL = re.compile(r"https?://[^\s<>\"')\]]+")
+
+
+def _string(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def file_search_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
+    parsed = _loads(arguments)
+    queries = _strings(parsed.get("queries")) or [_string(parsed.get("query"))]
+    return {"queries": queries, "results": None}
+
+
+def file_search_arguments(item: dict[str, Any]) -> str:
+    return _dumps({"query": " ".join(_strings(item.get("queries")))})
+
+
+def code_interpreter_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
+    container = exposed.tool.get("container")
+    container_id = container if isinstance(container, str) and container else "cntr_gateway"
+    code = _string(_loads(arguments).get("code"))
+    return {"code": code, "container_id": container_id, "outputs": None}
+
+
+def code_interpreter_arguments(item: dict[str, Any]) -> str:
+    return _dumps({"code": _string(item.get("code"))})
+
+
+def image_generation_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
+    return {"result": None, "revised_prompt": _string(_loads(arguments).get("prompt"))}
+
+
+def image_generation_arguments(item: dict[str, Any]) -> str:
+    return _dumps({"prompt": _string(item.get("revised_prompt"))})
+
+
+def file_search_events(item: dict[str, Any], output_index: int) -> list[Event]:
+    where = {"item_id": item["id"], "output_index": output_index}
+    return [
+        ("response.file_search_call.in_progress", where),
+        ("response.file_search_call.searching", dict(where)),
+    ]
+
+
+def code_interpreter_events(item: dict[str, Any], output_index: int) -> list[Event]:
+    where = {"item_id": item["id"], "output_index": output_index}
+    code = _string(item.get("code"))
+    events: list[Event] = [("response.code_interpreter_call.in_progress", where)]
+    if code:
+        events.append(("response.code_interpreter_call_code.delta", {**where, "delta": code}))
+    events.append(("response.code_interpreter_call_code.done", {**where, "code": code}))
+    events.append(("response.code_interpreter_call.interpreting", dict(where)))
+    return events
+
+
+def image_generation_events(item: dict[str, Any], output_index: int) -> list[Event]:
+    where = {"item_id": item["id"], "output_index": output_index}
+    return [
+        ("response.image_generation_call.in_progress", where),
+        ("response.image_generation_call.generating", dict(where)),
+    ]
+
+
+# hosted call item -> the backend tool's argument value
+
+
+def web_search_query(item: dict[str, Any]) -> str:
+    return _string(_obj(item.get("action")).get("query"))
+
+
+def file_search_query(item: dict[str, Any]) -> str:
+    return " ".join(_strings(item.get("queries")))
+
+
+def code_of(item: dict[str, Any]) -> str:
+    return _string(item.get("code"))
+
+
+def prompt_of(item: dict[str, Any]) -> str:
+    return _string(item.get("revised_prompt"))
+
+
+# (call item, the backend tool's text result) -> the item's result fields
+
+
+def web_search_result(item: dict[str, Any], text: str) -> dict[str, Any]:
+    urls = list(dict.fromkeys(_URL.findall(text)))
+    action = {**_obj(item.get("action")), "sources": [{"type": "url", "url": u} for u in urls]}
+    return {"action": action}
+
+
+def file_search_result(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """A JSON list of ``{file_id, filename, score, text, attributes}`` objects is taken as the
+    results; any other text is one result with that ``text``."""
+    parsed = _json_or_none(text)
+    keys = ("attributes", "file_id", "filename", "score", "text")
+    if isinstance(parsed, list) and all(isinstance(r, dict) for r in parsed):
+        return {"results": [{k: r.get(k) for k in keys} for r in parsed]}
+    return {"results": [{"attributes": None, "file_id": None, "filename": None, "score": None,
+                         "text": text}]}  # fmt: skip
+
+
+def code_interpreter_result(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """A JSON object ``{"logs": str, "images": [url...]}`` maps to logs and image outputs; any
+    other text is the logs."""
+    parsed = _json_or_none(text)
+    if isinstance(parsed, dict) and ("logs" in parsed or "images" in parsed):
+        outputs: list[dict[str, Any]] = []
+        if parsed.get("logs") is not None:
+            outputs.append({"type": "logs", "logs": str(parsed["logs"])})
+        outputs += [{"type": "image", "url": str(u)} for u in _strings(parsed.get("images"))]
+        return {"outputs": outputs}
+    return {"outputs": [{"type": "logs", "logs": text}]}
+
+
+def image_generation_result(item: dict[str, Any], text: str) -> dict[str, Any]:
+    """A JSON object ``{"result": b64, "revised_prompt"?: str, "partial_images"?: [b64...]}``
+    (or ``b64_json``) maps to the fields; any other text is the base64 image itself."""
+    parsed = _json_or_none(text)
+    if isinstance(parsed, dict):
+        fields: dict[str, Any] = {"result": _string(parsed.get("result") or parsed.get("b64_json"))}
+        if isinstance(parsed.get("revised_prompt"), str):
+            fields["revised_prompt"] = parsed["revised_prompt"]
+        return fields
+    return {"result": text.strip()}
+
+
+# (call item, the tool's text result, output index) -> events before its .completed
+
+
+def no_progress(item: dict[str, Any], text: str, output_index: int) -> list[Event]:
+    return []
+
+
+def image_generation_progress(item: dict[str, Any], text: str, output_index: int) -> list[Event]:
+    """``partial_image`` events for the ``partial_images`` of a JSON answer."""
+    parsed = _json_or_none(text)
+    partials = _strings(parsed.get("partial_images")) if isinstance(parsed, dict) else []
+    where = {"item_id": item["id"], "output_index": output_index}
+    return [
+        ("response.image_generation_call.partial_image",
+         {**where, "partial_image_index": index, "partial_image_b64": image})
+        for index, image in enumerate(partials)
+    ]  # fmt: skip
+
+
+# a finished hosted call item -> what the model reads as its result (this turn and later ones)
+
+
+def web_search_seen(item: dict[str, Any]) -> str | None:
+    sources = _obj(item.get("action")).get("sources")
+    if not isinstance(sources, list):
+        return None
+    urls = [str(_obj(s).get("url")) for s in sources]
+    return "Sources:\n" + "\n".join(urls) if urls else "No results."
+
+
+def file_search_seen(item: dict[str, Any]) -> str | None:
+    results = item.get("results")
+    if not isinstance(results, list):
+        return None
+    texts = [
+        f"[{_obj(r).get('filename') or _obj(r).get('file_id') or i + 1}] {_obj(r).get('text')}"
+        for i, r in enumerate(results)
+    ]
+    return "\n".join(texts) if texts else "No results."
+
+
+def code_interpreter_seen(item: dict[str, Any]) -> str | None:
+    outputs = item.get("outputs")
+    if not isinstance(outputs, list):
+        return None
+    parts = [
+        str(o.get("logs")) if o.get("type") == "logs" else f"[image: {o.get('url')}]"
+        for o in (_obj(o) for o in outputs)
+    ]
+    return "\n".join(parts)
+
+
+def image_generation_seen(item: dict[str, Any]) -> str | None:
+    if not item.get("result"):
+        return None
+    return f"Image generated (prompt: {_string(item.get('revised_prompt'))})."

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from responses_gateway.tool_kinds._shapes import (
     APPLY_PATCH_SCHEMA,
+    CODE_INTERPRETER_SCHEMA,
     COMPUTER_SCHEMA,
+    FILE_SEARCH_SCHEMA,
+    IMAGE_GENERATION_SCHEMA,
     LOCAL_SHELL_SCHEMA,
     SHELL_SCHEMA,
     WEB_SEARCH_SCHEMA,
@@ -25,20 +28,40 @@ from responses_gateway.tool_kinds._shapes import (
     apply_patch_arguments,
     apply_patch_fields,
     apply_patch_output,
+    code_interpreter_arguments,
+    code_interpreter_events,
+    code_interpreter_fields,
+    code_interpreter_result,
+    code_interpreter_seen,
+    code_of,
     computer_arguments,
     computer_fields,
     custom_arguments,
     custom_events,
     custom_fields,
     custom_schema,
+    file_search_arguments,
+    file_search_events,
+    file_search_fields,
+    file_search_query,
+    file_search_result,
+    file_search_seen,
     fixed,
     function_arguments,
     function_fields,
     function_schema,
+    image_generation_arguments,
+    image_generation_events,
+    image_generation_fields,
+    image_generation_progress,
+    image_generation_result,
+    image_generation_seen,
     in_progress,
     local_shell_fields,
     no_events,
+    no_progress,
     plain_output,
+    prompt_of,
     server_search,
     shell_events,
     shell_fields,
@@ -49,21 +72,28 @@ from responses_gateway.tool_kinds._shapes import (
     web_search_arguments,
     web_search_events,
     web_search_fields,
+    web_search_query,
+    web_search_result,
+    web_search_seen,
 )
 
 __all__ = [
+    "BACKED_KINDS",
     "CALL_ITEM_TYPES",
     "CLIENT_CALL_ITEM_TYPES",
     "HOSTED_ITEM_TYPES",
     "ITEM_KINDS",
     "KINDS",
     "Exposed",
+    "Backend",
     "ToolKind",
     "exposed_for",
     "exposed_name",
+    "hosted_seen",
     "item_id_prefix",
     "kind_of",
     "runs_on_gateway",
+    "shown",
 ]
 
 Runner = Literal["client", "upstream"]
@@ -87,6 +117,27 @@ def exposed_name(server_label: str, tool_name: str) -> str:
         return safe
     digest = hashlib.sha256(f"{server_label}\0{tool_name}".encode()).hexdigest()[:8]
     return f"{safe[:55]}_{digest}"
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    """How a hosted kind runs through an operator's MCP tool (``[[tool_backends]]``), and how
+    its result lives in the call item (so later turns replay it from the item alone)."""
+
+    argument: str
+    """The MCP tool argument receiving :attr:`value` (the default of ``tool_backends.argument``)."""
+    value: Callable[[dict[str, Any]], str]
+    """Call item -> the string passed as :attr:`argument` (query, code, prompt)."""
+    result: Callable[[dict[str, Any], str], dict[str, Any]]
+    """(call item, the tool's text result) -> the item's result fields."""
+    seen: Callable[[dict[str, Any]], str | None]
+    """A finished call item -> the result text the model reads (None: the item has none)."""
+    gated: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """``(include value, field path)``: result fields the client sees only when its
+    ``include`` names them (they are stored regardless, for replay)."""
+    progress: Callable[[dict[str, Any], str, int], list[Event]] = no_progress
+    """(call item, the tool's text result, output index) -> events before ``.completed``
+    (``image_generation_call.partial_image``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +169,10 @@ class ToolKind:
     gateway_runs: Callable[[dict[str, Any]], bool] = lambda item: False
     """Whether the gateway itself runs a call item of this kind on a lowering wire (it stays
     ``in_progress`` until :func:`run_on_gateway` answered it)."""
+    backend: Backend | None = None
+    """A hosted kind an operator may give a backend: how it is called and answered."""
+    cut_off: str = "incomplete"
+    """The status of a call the model was cut off in (one the SDK accepts for the item)."""
 
     @property
     def hosted(self) -> bool:
@@ -185,6 +240,7 @@ KINDS: tuple[ToolKind, ...] = (
         arguments=apply_patch_arguments,
         output_text=apply_patch_output,
         id_prefix="apc",
+        cut_off="in_progress",  # the SDK's apply_patch_call status is in_progress|completed
     ),
     ToolKind(
         "computer",
@@ -229,13 +285,74 @@ KINDS: tuple[ToolKind, ...] = (
         events=web_search_events,
         id_prefix="ws",
         gateway_runs=in_progress,
+        backend=Backend(
+            "query",
+            web_search_query,
+            web_search_result,
+            web_search_seen,
+            gated=(("web_search_call.action.sources", ("action", "sources")),),
+        ),
     ),
-    ToolKind("file_search", ("file_search",), "upstream", item_type="file_search_call"),
     ToolKind(
-        "code_interpreter", ("code_interpreter",), "upstream", item_type="code_interpreter_call"
+        "file_search",
+        ("file_search",),
+        "upstream",
+        item_type="file_search_call",
+        schema=fixed(FILE_SEARCH_SCHEMA),
+        fixed_name="file_search",
+        fields=file_search_fields,
+        arguments=file_search_arguments,
+        events=file_search_events,
+        id_prefix="fs",
+        gateway_runs=in_progress,
+        backend=Backend(
+            "query",
+            file_search_query,
+            file_search_result,
+            file_search_seen,
+            gated=(("file_search_call.results", ("results",)),),
+        ),
     ),
     ToolKind(
-        "image_generation", ("image_generation",), "upstream", item_type="image_generation_call"
+        "code_interpreter",
+        ("code_interpreter",),
+        "upstream",
+        item_type="code_interpreter_call",
+        schema=fixed(CODE_INTERPRETER_SCHEMA),
+        fixed_name="code_interpreter",
+        fields=code_interpreter_fields,
+        arguments=code_interpreter_arguments,
+        events=code_interpreter_events,
+        id_prefix="ci",
+        gateway_runs=in_progress,
+        backend=Backend(
+            "code",
+            code_of,
+            code_interpreter_result,
+            code_interpreter_seen,
+            gated=(("code_interpreter_call.outputs", ("outputs",)),),
+        ),
+    ),
+    ToolKind(
+        "image_generation",
+        ("image_generation",),
+        "upstream",
+        item_type="image_generation_call",
+        schema=fixed(IMAGE_GENERATION_SCHEMA),
+        fixed_name="image_generation",
+        fields=image_generation_fields,
+        arguments=image_generation_arguments,
+        events=image_generation_events,
+        id_prefix="ig",
+        gateway_runs=in_progress,
+        backend=Backend(
+            "prompt",
+            prompt_of,
+            image_generation_result,
+            image_generation_seen,
+            progress=image_generation_progress,
+        ),
+        cut_off="failed",  # the SDK's image_generation_call status has no incomplete
     ),
 )
 """Every tool kind the gateway knows (``mcp`` excepted: the gateway runs it itself)."""
@@ -258,6 +375,45 @@ CALL_ITEM_TYPES = frozenset(k.item_type for k in KINDS if k.item_type)
 
 CLIENT_CALL_ITEM_TYPES = frozenset(k.item_type for k in KINDS if k.item_type and not k.hosted)
 """Call items that end a response: the client runs them and answers in its next request."""
+
+
+BACKED_KINDS: dict[str, Backend] = {k.name: k.backend for k in KINDS if k.backend is not None}
+"""Hosted kinds an operator may give a backend (``[[tool_backends]] type``) -> how."""
+
+
+def shown(item: dict[str, Any], include: Iterable[str]) -> dict[str, Any]:
+    """``item`` as the client sees it: result fields its ``include`` does not name emptied
+    (``results: null``; a nested field left out), in a copy; the item itself when nothing
+    was."""
+    kind = ITEM_KINDS.get(str(item.get("type")))
+    if kind is None or kind.backend is None or item.get("type") != kind.item_type:
+        return item
+    wanted = set(include)
+    out = item
+    for value, path in kind.backend.gated:
+        if value in wanted:
+            continue
+        parent, key = (out, path[0]) if len(path) == 1 else (out.get(path[0]), path[1])
+        if not isinstance(parent, dict) or parent.get(key) is None:
+            continue
+        if out is item:
+            out = {**item}
+        if len(path) == 1:
+            out[key] = None  # as OpenAI answers an item whose results were not asked for
+        else:
+            out[path[0]] = {k: v for k, v in parent.items() if k != key}
+    return out
+
+
+def hosted_seen(item: dict[str, Any]) -> str | None:
+    """What the model reads as the result of a finished hosted call item that carries one
+    (None: the item carries no result, as a call relayed without ``include``)."""
+    kind = ITEM_KINDS.get(str(item.get("type")))
+    if kind is None or kind.backend is None or item.get("type") != kind.item_type:
+        return None
+    if item.get("status") == "failed":
+        return f"The {kind.name} call failed."
+    return kind.backend.seen(item)
 
 
 def item_id_prefix(item_type: str) -> str:

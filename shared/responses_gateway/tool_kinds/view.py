@@ -21,6 +21,7 @@ from responses_gateway.tool_kinds.table import (
     ToolKind,
     exposed_for,
     exposed_name,
+    hosted_seen,
     kind_of,
 )
 
@@ -194,15 +195,19 @@ def lower_items(
     items: list[dict[str, Any]], results: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """A transcript in function terms: every tool call item becomes a ``function_call`` under
-    its exposed name, every tool output a ``function_call_output``. A hosted-tool item the
-    gateway ran in this response becomes a call followed by its result (``results``, by item
-    id); other hosted-tool items and ``additional_tools`` are left out (no function wire can
-    show them; like OpenAI, later turns keep only what the model said about them)."""
+    its exposed name, every tool output a ``function_call_output``. A hosted-tool item that
+    carries its result (the gateway ran it through a backend: ``action.sources``, ``results``,
+    ``outputs``, ``result``) becomes a call followed by that result; within the response that
+    ran it, by what the backend answered in full (``results``, by item id). Other hosted-tool
+    items and ``additional_tools`` are left out (no function wire can show them)."""
     out: list[dict[str, Any]] = []
     results = results or {}
     for item in items:
         kind_name = str(item.get("type") or "")
-        if kind_name in HOSTED_ITEM_TYPES and str(item.get("id")) in results:
+        seen = results.get(str(item.get("id"))) if kind_name in HOSTED_ITEM_TYPES else None
+        if kind_name in HOSTED_ITEM_TYPES and seen is None:
+            seen = hosted_seen(item)
+        if seen is not None:
             hosted = ITEM_KINDS[kind_name]
             assert hosted.arguments is not None
             call_id = str(item["id"])
@@ -211,9 +216,7 @@ def lower_items(
                 {"type": "function_call", "call_id": call_id, "name": name,
                  "arguments": hosted.arguments(item)}
             )  # fmt: skip
-            out.append(
-                {"type": "function_call_output", "call_id": call_id, "output": results[call_id]}
-            )
+            out.append({"type": "function_call_output", "call_id": call_id, "output": seen})
             continue
         if kind_name == "additional_tools" or kind_name in HOSTED_ITEM_TYPES:
             continue
@@ -234,7 +237,8 @@ def lower_items(
             out.append(
                 {
                     "type": "function_call_output",
-                    "call_id": item.get("call_id"),
+                    # the SDK's local_shell_call_output names its call by ``id`` alone
+                    "call_id": item.get("call_id") or item.get("id"),
                     "output": kind.output_text(item),
                 }
             )

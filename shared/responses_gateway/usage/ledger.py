@@ -13,12 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 from responses_gateway.usage.budget import state_counts
 from responses_gateway.usage.pricing import PriceTable
-from responses_gateway.usage.records import UsageEntry
+from responses_gateway.usage.records import UsageCounts, UsageEntry
 
 if TYPE_CHECKING:
     from responses_gateway.loop.state import LoopState
 
-__all__ = ["CLIENT_ID_HEADERS", "CLIENT_TOOL_CALLS", "client_ids", "usage_entry"]
+__all__ = [
+    "CLIENT_ID_HEADERS",
+    "CLIENT_TOOL_CALLS",
+    "REFUSED",
+    "client_ids",
+    "refused_entry",
+    "usage_entry",
+]
+
+REFUSED = "refused"
+"""The request-log status of a create refused before its loop ran (no response exists)."""
+_TIMES = ("started_ms", "first_token_ms")
+"""Instants the service notes in a run's log; the entry keeps durations instead."""
 
 CLIENT_ID_HEADERS = (
     ("session_id", ("session-id", "session_id")),
@@ -79,14 +91,18 @@ def usage_entry(
     """The ledger entry of the response ``state`` ended as (any status).
 
     ``log`` is the request-log part the service gathered when the request arrived (provider,
-    wire, whether it is stored, the client's ids, ``started_ms``); with ``ended_ms`` it adds
-    ``duration_ms``. Never bodies, headers or keys.
+    wire, whether it is stored, the client's ids, ``started_ms``) and while it ran
+    (``first_token_ms``); with ``ended_ms`` it adds ``duration_ms``, and ``ttft_ms`` (time to
+    the first output) when the loop produced any. Never bodies, headers or keys.
     """
     extra: dict[str, Any] = {}
     for name, value in (log or {}).items():
-        if name != "started_ms" and value not in (None, "", {}):
+        if name not in _TIMES and value not in (None, "", {}):
             extra[name] = value
     started = (log or {}).get("started_ms")
+    first = (log or {}).get("first_token_ms")
+    if isinstance(started, int) and isinstance(first, int):
+        extra["ttft_ms"] = max(0, first - started)
     if ended_ms is not None:
         extra["ended_ms"] = ended_ms
         if isinstance(started, int):
@@ -107,5 +123,47 @@ def usage_entry(
         counts=state_counts(state, prices),
         api_key_id=api_key_id,
         background=background,
+        extra=extra,
+    )
+
+
+def refused_entry(
+    *,
+    tenant: str,
+    request_id: str,
+    api_key_id: str,
+    model: str,
+    status_code: int,
+    error: dict[str, Any],
+    started_ms: int,
+    ended_ms: int,
+    log: dict[str, Any] | None = None,
+) -> UsageEntry:
+    """The request-log entry of a create refused before its loop ran (authentication, a 400,
+    a budget): ``status`` :data:`REFUSED`, zero counts, the HTTP status and the error's type and
+    code (never its message: it may quote the request); ``log`` adds the client's ids."""
+    extra: dict[str, Any] = {
+        name: value for name, value in (log or {}).items() if value not in (None, "", {})
+    }
+    extra.update(
+        {
+            "http_status": status_code,
+            "error_type": str(error.get("type") or ""),
+            "ended_ms": ended_ms,
+            "duration_ms": max(0, ended_ms - started_ms),
+        }
+    )
+    if isinstance(error.get("code"), str):
+        extra["error_code"] = error["code"]
+    if isinstance(error.get("param"), str):
+        extra["error_param"] = error["param"]
+    return UsageEntry(
+        tenant=tenant,
+        response_id=request_id,
+        model=model,
+        ended_at=ended_ms // 1000,
+        status=REFUSED,
+        counts=UsageCounts(),
+        api_key_id=api_key_id,
         extra=extra,
     )

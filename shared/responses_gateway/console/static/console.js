@@ -1,6 +1,7 @@
-// The console's one module: sign-in, hash routing and the pages (Requests, Response, Usage).
-// It only reads through the gateway's API with the key kept in this tab's sessionStorage;
-// it renders text with textContent (never innerHTML of data) and loads nothing from elsewhere.
+// The console's one module: sign-in, hash routing and the pages (Requests, Response,
+// Conversations, Traces, Usage, Keys, Playground). It talks only to the gateway's API with the
+// key kept in this tab's sessionStorage; it renders text with textContent (never innerHTML of
+// data) and loads nothing from elsewhere.
 
 const KEY = "rg.apiKey";
 const TENANT = "rg.tenant";
@@ -18,10 +19,15 @@ class ApiError extends Error {
   }
 }
 
-async function api(path, params = {}) {
+async function api(path, params = {}, init = {}) {
   const url = new URL(path, location.origin);
   for (const [k, v] of Object.entries(params)) if (v) url.searchParams.set(k, v);
-  const answer = await fetch(url, { headers: { authorization: `Bearer ${sessionStorage.getItem(KEY)}` } });
+  const headers = { authorization: `Bearer ${sessionStorage.getItem(KEY)}` };
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  const answer = await fetch(url, {
+    method: init.method || "GET", headers,
+    body: init.body === undefined ? undefined : JSON.stringify(init.body),
+  });
   const body = await answer.json().catch(() => null);
   if (!answer.ok) throw new ApiError(answer.status, body);
   return body;
@@ -66,15 +72,17 @@ const COLUMNS = [
   ["Status", (r) => r.status],
   ["Wire", (r) => `${r.provider || ""}/${r.wire || ""}`, "wide"],
   ["Duration ms", (r) => (r.duration_ms ?? ""), "num"],
+  ["TTFT ms", (r) => (r.ttft_ms ?? ""), "num"],
   ["Tokens", (r) => String(r.usage.total_tokens), "num"],
   ["Tools gw/client", (r) => `${r.usage.tool_calls}/${r.client_tool_calls ?? 0}`, "num"],
   ["Key", (r) => r.api_key_id, "wide"],
   ["Client id", clientId, "wide"],
-  ["Error", (r) => r.error_code || r.incomplete_reason || "", "wide"],
+  ["Error", (r) => r.error_code || r.incomplete_reason || (r.http_status ? `HTTP ${r.http_status}` : ""), "wide"],
 ];
 
 function requestRow(r) {
-  const link = el("a", { href: `#/response/${encodeURIComponent(r.id)}`, text: r.id });
+  const link = r.status === "refused" ? el("span", { text: r.id })
+    : el("a", { href: `#/response/${encodeURIComponent(r.id)}`, text: r.id });
   const cells = COLUMNS.map(([, value, cls]) => {
     const text = value(r);
     const extra = cls === "num" ? "num" : cls || "";
@@ -182,11 +190,16 @@ async function responsePage(id) {
     ["Model", r.model || (record && record.model)],
     ["Created (UTC)", r.created_at ? utc(r.created_at) : undefined],
     ["Duration ms", record && record.duration_ms],
+    ["Time to first token ms", record && record.ttft_ms],
+    ["Transport", record && record.transport],
+    ["Deployment", record && record.deployment],
     ["Model calls", usage.model_calls],
     ["Tokens in/out", usage.total_tokens !== undefined ? `${usage.input_tokens}/${usage.output_tokens}` : undefined],
     ["Client id", record ? clientId(record) : undefined],
     ["Previous", prev ? el("a", { href: `#/response/${encodeURIComponent(prev)}`, text: prev }) : undefined],
-    ["Conversation", stored && stored.conversation_id],
+    ["Conversation", stored && stored.conversation_id
+      ? el("a", { href: `#/conversation/${encodeURIComponent(stored.conversation_id)}`, text: stored.conversation_id })
+      : undefined],
   ])];
   if (stored && stored.chain.length) {
     parts.push(el("h3", { text: "Chain (oldest first)" }), el("ol", {}, stored.chain.map((c) =>
@@ -200,6 +213,56 @@ async function responsePage(id) {
   }
   show(...parts);
   page.dataset.ready = "response";
+}
+
+// --- Conversations --------------------------------------------------------------------------
+
+async function conversationsPage() {
+  const body = el("tbody");
+  const table = el("table", { "aria-label": "Conversations, newest first" },
+    el("thead", {}, el("tr", {}, ["Conversation", "Created (UTC)", "Metadata"].map((h, i) =>
+      el("th", { scope: "col", class: i === 2 ? "wide" : null, text: h })))), body);
+  const more = el("button", { type: "button", text: "Older", hidden: true });
+  let cursor;
+  const load = async () => {
+    const answer = await api("/v1/console/conversations", { tenant: tenantParam(), limit: "50", before: cursor });
+    body.append(...answer.data.map((c) => el("tr", { "data-id": c.id },
+      el("td", {}, el("a", { href: `#/conversation/${encodeURIComponent(c.id)}`, text: c.id })),
+      el("td", { text: utc(c.created_at) }),
+      el("td", { class: "wide", text: Object.entries(c.metadata).map(([k, v]) => `${k}=${v}`).join(", ") }))));
+    cursor = answer.next_cursor;
+    more.hidden = !cursor;
+    if (!body.children.length) {
+      body.append(el("tr", {}, el("td", { colspan: "3", class: "muted", text: "No conversations." })));
+    }
+  };
+  more.addEventListener("click", () => load().catch(failure));
+  show(el("h2", { text: "Conversations" }), el("div", { class: "table-wrap" }, table), more);
+  await load();
+  page.dataset.ready = "conversations";
+}
+
+async function conversationPage(id) {
+  const items = el("ol", { class: "timeline", "aria-label": "Conversation items, oldest first" });
+  const head = el("div");
+  let after;
+  const more = el("button", { type: "button", text: "Later items", hidden: true });
+  const load = async () => {
+    const answer = await api(`/v1/console/conversations/${encodeURIComponent(id)}/items`,
+      { tenant: tenantParam(), limit: "100", after });
+    if (!head.children.length) {
+      const c = answer.conversation;
+      head.append(facts([["Created (UTC)", utc(c.created_at)],
+        ["Metadata", Object.entries(c.metadata).map(([k, v]) => `${k}=${v}`).join(", ")]]));
+    }
+    items.append(...answer.data.map((i) => step(i, i.role || "item")));
+    after = answer.last_id || after;
+    more.hidden = !answer.has_more;
+  };
+  more.addEventListener("click", () => load().catch(failure));
+  show(el("h2", { text: `Conversation ${id}` }), head, items, more);
+  await load();
+  page.dataset.ready = "conversation";
 }
 
 // --- Traces -------------------------------------------------------------------------------
@@ -403,6 +466,111 @@ async function usagePage() {
   page.dataset.ready = "usage";
 }
 
+// --- Keys and budgets -----------------------------------------------------------------------
+
+const LIMITS = [["daily_tokens", "Daily tokens"], ["monthly_tokens", "Monthly tokens"],
+  ["daily_cost_usd", "Daily cost (USD)"], ["monthly_cost_usd", "Monthly cost (USD)"]];
+
+function budgetSection() {
+  const status = el("p", { id: "budget-status", role: "status" });
+  const tenant = el("input", { id: "budget-tenant", name: "tenant", value: tenantParam() || me.tenant, size: 20,
+    readonly: !me.operator });
+  const inputs = LIMITS.map(([name]) => el("input", { id: `limit-${name}`, name, inputmode: "decimal", size: 14,
+    readonly: !me.operator }));
+  const spend = el("div", { id: "budget-spend" });
+  const form = el("form", { class: "filters", id: "budget-form", "aria-label": "Budget of a tenant" },
+    el("label", { for: "budget-tenant" }, "Tenant", tenant),
+    LIMITS.map(([, label], i) => el("label", { for: inputs[i].id }, label, inputs[i])),
+    el("button", { type: "button", id: "budget-load", text: "Show" }),
+    me.operator ? el("button", { type: "submit", text: "Save limits" }) : null);
+  const fill = (view) => {
+    LIMITS.forEach(([name], i) => { inputs[i].value = view.own && view.own[name] !== null ? view.own[name] : ""; });
+    const eff = view.effective || {};
+    spend.replaceChildren(facts([
+      ["Budgets enforced", view.enforced ? "yes" : "no (the configuration sets no budgets)"],
+      ["Today (UTC)", `${view.spend.day_tokens} tokens, $${view.spend.day_cost_usd}`],
+      ["This month (UTC)", `${view.spend.month_tokens} tokens, $${view.spend.month_cost_usd}`],
+      ["Limits in effect", LIMITS.filter(([n]) => eff[n] !== null && eff[n] !== undefined)
+        .map(([n, label]) => `${label}: ${eff[n]}`).join("; ") || "none"],
+    ]));
+  };
+  const load = async () => fill(await api("/v1/console/budgets", { tenant: tenant.value }));
+  form.querySelector("#budget-load").addEventListener("click", () => load().then(() => {
+    status.textContent = `Budget of ${tenant.value}`;
+  }).catch(failure));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const limits = {};
+    LIMITS.forEach(([name], i) => { if (inputs[i].value.trim()) limits[name] = inputs[i].value.trim(); });
+    api("/v1/console/budgets", { tenant: tenant.value }, { method: "PUT", body: limits })
+      .then((view) => { fill(view); status.textContent = `Saved the limits of ${tenant.value}`; })
+      .catch((err) => { status.textContent = err.message; });
+  });
+  return [el("section", { "aria-labelledby": "budget-title" },
+    el("h3", { id: "budget-title", text: "Budget" }), form, status, spend), load];
+}
+
+function keysSection() {
+  const body = el("tbody");
+  const note = el("p", { id: "keys-note", role: "status" });
+  const created = el("div", { id: "new-key", role: "status", "aria-live": "polite" });
+  const tenant = el("input", { id: "key-tenant", name: "tenant", required: true, size: 20 });
+  const form = el("form", { class: "filters", id: "key-form", "aria-label": "Create a key" },
+    el("label", { for: "key-tenant" }, "Tenant", tenant), el("button", { type: "submit", text: "Create key" }));
+  const table = el("table", { "aria-label": "API keys" }, el("thead", {}, el("tr", {},
+    ["Key id", "Tenant", "Enabled", "Name", "Action"].map((h, i) =>
+      el("th", { scope: "col", class: i === 3 ? "wide" : null, text: h })))), body);
+  const row = (k) => {
+    const revoke = el("button", { type: "button", text: "Revoke", "aria-label": `Revoke key ${k.id}` });
+    revoke.addEventListener("click", () => {
+      if (revoke.dataset.armed !== "1") {  // a second click confirms
+        revoke.dataset.armed = "1";
+        revoke.textContent = "Confirm revoke";
+        return;
+      }
+      api(`/v1/console/keys/${encodeURIComponent(k.id)}`, { tenant: k.tenant }, { method: "DELETE" })
+        .then(() => { note.textContent = `Revoked ${k.id}`; return load(); }).catch(failure);
+    });
+    return el("tr", { "data-id": k.id }, el("td", { text: k.id }), el("td", { text: k.tenant }),
+      el("td", { text: k.enabled ? "yes" : "no" }), el("td", { class: "wide", text: k.name || "" }), el("td", {}, revoke));
+  };
+  const load = async () => {
+    try {
+      const answer = await api("/v1/console/keys");
+      body.replaceChildren(...answer.data.map(row));
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 400) throw err;
+      form.hidden = true;
+      note.textContent = err.message;  // keys from GATEWAY_API_KEYS or API Gateway
+    }
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    api("/v1/console/keys", {}, { method: "POST", body: { tenant: tenant.value.trim() } }).then((key) => {
+      created.replaceChildren(el("p", { text: `New key ${key.id} for tenant ${key.tenant}. Copy it now: it is shown once.` }),
+        el("code", { id: "new-key-value", text: key.value }));
+      tenant.value = "";
+      return load();
+    }).catch((err) => { note.textContent = err.message; });
+  });
+  return [el("section", { "aria-labelledby": "keys-title" }, el("h3", { id: "keys-title", text: "API keys" }),
+    form, created, note, el("div", { class: "table-wrap" }, table)), load];
+}
+
+async function keysPage() {
+  const [budget, loadBudget] = budgetSection();
+  if (!me.operator) {
+    show(el("h2", { text: "Keys and budgets" }),
+      el("p", { text: "Creating, listing and revoking keys needs an operator key; this is your tenant's budget." }), budget);
+    await loadBudget();
+  } else {
+    const [keys, loadKeys] = keysSection();
+    show(el("h2", { text: "Keys and budgets" }), keys, budget);
+    await Promise.all([loadKeys(), loadBudget()]);
+  }
+  page.dataset.ready = "keys";
+}
+
 // --- Router and sign-in ---------------------------------------------------------------------
 
 const ROUTES = [
@@ -412,6 +580,9 @@ const ROUTES = [
   [/^#\/traces$/, () => tracesPage(), "traces"],
   [/^#\/playground$/, async () => playgroundPage(), "playground"],
   [/^#\/trace\/([^?]+)$/, (m) => tracePage(decodeURIComponent(m[1])), "traces"],
+  [/^#\/conversations$/, () => conversationsPage(), "conversations"],
+  [/^#\/conversation\/([^?]+)$/, (m) => conversationPage(decodeURIComponent(m[1])), "conversations"],
+  [/^#\/keys$/, () => keysPage(), "keys"],
 ];
 
 async function route() {

@@ -1,0 +1,578 @@
+"""The whole Responses contract as tables: for every name the SDK knows, what each wire does.
+
+Owns one registry per family (:data:`TOOLS`, :data:`INPUT_ITEMS`, :data:`OUTPUT_ITEMS`,
+:data:`STREAM_EVENTS`, :data:`CREATE_FIELDS`, :data:`INCLUDE_VALUES`; all in :data:`FAMILIES`).
+A :class:`Row` says, per upstream wire (``chat``, ``responses``, ``harmony``), one
+:class:`Handling`: ``relayed`` exactly, ``lowered`` (to what), run by the ``gateway``, or
+``refused`` / ``omitted`` under a named policy (``refused``: a 400 naming the field;
+``omitted``: left out, with the reason in the row). The tool rows are derived from the tool-kind
+table (:mod:`responses_gateway.tool_kinds`), which stays the single source for tools.
+
+It also owns the one place where input items no function wire can show become transcript items a
+model can use (:func:`lower_context_items`, driven by each input row's ``lower`` function): a
+replayed hosted call (``web_search_call``...) becomes context text, a ``program`` and its
+``program_output`` a call and its result, a ``configuration_update`` a developer note, a
+``function_call_output`` without ``call_id`` its output as context. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "CREATE_FIELDS",
+    "FAMILIES",
+    "INCLUDE_VALUES",
+    "INPUT_ITEMS",
+    "OUTPUT_ITEMS",
+    "STREAM_EVENTS",
+    "TOOLS",
+    "WIRES",
+    "Fate",
+    "Handling",
+    "Row",
+    "coverage",
+    "lower_context_items",
+]
+
+Wire = Literal["chat", "responses", "harmony"]
+WIRES: tuple[Wire, ...] = ("chat", "responses", "harmony")
+Fate = Literal["relayed", "lowered", "gateway", "refused", "omitted"]
+Lowering = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+@dataclass(frozen=True, slots=True)
+class Handling:
+    """What one wire does with one name."""
+
+    fate: Fate
+    how: str = ""
+    """What it is lowered to, what the gateway does, or the policy and its reason."""
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One name of a family and its handling on each wire."""
+
+    name: str
+    chat: Handling
+    responses: Handling
+    harmony: Handling
+    lower: Lowering | None = field(default=None, compare=False)
+    """Input items only: the items this one becomes on a function wire (chat, harmony) when the
+    tool-kind table does not lower it itself."""
+
+    def on(self, wire: str) -> Handling:
+        """The handling on ``wire``."""
+        return {"chat": self.chat, "responses": self.responses, "harmony": self.harmony}[wire]
+
+
+def _row(
+    name: str,
+    responses: Handling,
+    chat: Handling,
+    harmony: Handling | None = None,
+    lower: Lowering | None = None,
+) -> Row:
+    return Row(name, chat, responses, harmony if harmony is not None else chat, lower)
+
+
+def _all(name: str, handling: Handling) -> Row:
+    return Row(name, handling, handling, handling)
+
+
+RELAYED = Handling("relayed")
+
+# --------------------------------------------------------------------------- lowerings
+
+
+def _text(item: dict[str, Any], role: str, text: str) -> list[dict[str, Any]]:
+    part = "output_text" if role == "assistant" else "input_text"
+    return [{"type": "message", "role": role, "content": [{"type": part, "text": text}]}]
+
+
+def _fields(item: dict[str, Any], *skip: str) -> str:
+    shown = {k: v for k, v in item.items() if k not in ("type", "id", "status", *skip)}
+    return json.dumps(shown, ensure_ascii=False, sort_keys=True)
+
+
+def _hosted_context(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A hosted tool call replayed on a function wire: what it did, as the model's own note."""
+    return _text(
+        item, "assistant", f"[{item.get('type')} {item.get('status') or ''}] {_fields(item)}"
+    )
+
+
+def _program(item: dict[str, Any]) -> list[dict[str, Any]]:
+    call = {"type": "function_call", "call_id": str(item.get("call_id") or item.get("id"))}
+    return [{**call, "name": "program", "arguments": json.dumps({"code": item.get("code", "")})}]
+
+
+def _program_output(item: dict[str, Any]) -> list[dict[str, Any]]:
+    call_id = str(item.get("call_id") or item.get("id"))
+    return [{"type": "function_call_output", "call_id": call_id, "output": item.get("result", "")}]
+
+
+def _configuration_update(item: dict[str, Any]) -> list[dict[str, Any]]:
+    return _text(item, "developer", f"Configuration update for the rest of this conversation: "
+                 f"{_fields(item)}")  # fmt: skip
+
+
+def _orphan_output(item: dict[str, Any]) -> list[dict[str, Any]]:
+    """A ``function_call_output`` without ``call_id`` (a program's tool result): context text."""
+    output = item.get("output")
+    if not isinstance(output, str):
+        output = "".join(str(p.get("text") or "") for p in output or [] if isinstance(p, Mapping))
+    caller = item.get("caller")
+    caller_id = caller.get("caller_id") if isinstance(caller, Mapping) else None
+    source = f" (for {caller_id})" if caller_id else ""
+    return _text(item, "user", f"Tool output{source}: {output}")
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def _tool_rows() -> tuple[Row, ...]:
+    from responses_gateway.tool_kinds import KINDS
+
+    rows: list[Row] = []
+    for kind in KINDS:
+        for tool_type in kind.tool_types:
+            if kind.hosted:
+                lowered = Handling(
+                    "omitted",
+                    "hosted tool without a configured backend: the provider's hosted_tools "
+                    "policy omits it visibly or rejects the request (400 on tools)",
+                )
+            else:
+                lowered = Handling("lowered", f"function '{kind.fixed_name or '<name>'}'; calls "
+                                   f"become {kind.item_type} items")  # fmt: skip
+            rows.append(_row(tool_type, RELAYED, lowered))
+    rows.append(_all("mcp", Handling("gateway", "the gateway lists and calls the MCP server")))
+    rows.append(
+        _row("namespace", RELAYED, Handling("lowered", "its functions as '<namespace>__<name>'"))
+    )
+    rows.append(
+        _row(
+            "programmatic_tool_calling",
+            RELAYED,
+            Handling("refused", "no function wire can run programs (400 on tools)"),
+        )
+    )
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------- input items
+
+_TOOL_ITEM = Handling("lowered", "function_call / function_call_output under the exposed name")
+_HOSTED_ITEM = Handling("lowered", "assistant context text describing the call")
+
+
+def _input_rows() -> tuple[Row, ...]:
+    from responses_gateway.tool_kinds import HOSTED_ITEM_TYPES, ITEM_KINDS
+
+    rows = [
+        _row("message", RELAYED, Handling("lowered", "a chat / harmony message")),
+        _row(
+            "function_call",
+            RELAYED,
+            Handling("lowered", "an assistant tool call (chat tool_calls, harmony commentary)"),
+        ),
+        _row(
+            "function_call_output",
+            RELAYED,
+            Handling(
+                "lowered",
+                "the call's tool message; without call_id (a program's result) user context text",
+            ),
+            lower=_orphan_output,
+        ),
+        _all("item_reference", Handling("gateway", "resolved from the store, then as its item")),
+        _row(
+            "reasoning",
+            Handling(
+                "lowered",
+                "relayed with its encrypted_content (the gateway's seal opened); without one "
+                "omitted: a store:false upstream cannot resolve a bare reasoning id",
+            ),
+            Handling(
+                "lowered",
+                "chat: reasoning_content when the provider sets send_reasoning_content, "
+                "otherwise omitted (chat has no reasoning input)",
+            ),
+            Handling("lowered", "an analysis-channel message"),
+        ),
+        _all("mcp_list_tools", Handling("gateway", "the listing is reused; no upstream call")),
+        _all("mcp_approval_request", Handling("gateway", "pairs with mcp_approval_response")),
+        _all("mcp_approval_response", Handling("gateway", "the approved call runs on the gateway")),
+        _all("mcp_call", Handling("gateway", "replayed as the exposed call and its output")),
+        _row(
+            "additional_tools",
+            RELAYED,
+            Handling("gateway", "its tools are offered as declared tools; the item is not sent"),
+        ),
+        _all("compaction", Handling("gateway", "unsealed and expanded into its transcript")),
+        _all("compaction_trigger", Handling("gateway", "compacts the transcript before the call")),
+        _row(
+            "configuration_update",
+            RELAYED,
+            Handling("lowered", "a developer note stating the update"),
+            lower=_configuration_update,
+        ),
+        _row(
+            "program",
+            RELAYED,
+            Handling("lowered", "a function_call named 'program' with its code"),
+            lower=_program,
+        ),
+        _row(
+            "program_output",
+            RELAYED,
+            Handling("lowered", "the program call's function_call_output"),
+            lower=_program_output,
+        ),
+    ]
+    named = {row.name for row in rows}
+    for item_type in sorted(ITEM_KINDS.keys() - HOSTED_ITEM_TYPES - named):
+        rows.append(_row(item_type, RELAYED, _TOOL_ITEM))
+    for item_type in sorted(HOSTED_ITEM_TYPES - named):
+        rows.append(_row(item_type, RELAYED, _HOSTED_ITEM, lower=_hosted_context))
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------- output items
+
+_OUTPUT_NOTES: dict[str, Handling] = {
+    "message": Handling("lowered", "from chat content/refusal, harmony final channel"),
+    "function_call": Handling("lowered", "from chat tool_calls, harmony commentary calls"),
+    "reasoning": Handling("lowered", "from chat reasoning_content, harmony analysis channel"),
+    "mcp_call": Handling("gateway", "the gateway's own call of an MCP tool"),
+    "mcp_list_tools": Handling("gateway", "the gateway's listing of an MCP server"),
+    "mcp_approval_request": Handling("gateway", "a gateway MCP call awaiting approval"),
+    "compaction": Handling("gateway", "the gateway's sealed compaction summary"),
+}
+_NEVER_OUTPUT = Handling(
+    "omitted",
+    "a client-sent item type: no function wire model produces it (a Responses upstream's is "
+    "relayed)",
+)
+
+
+def _output_rows(names: tuple[str, ...]) -> tuple[Row, ...]:
+    from responses_gateway.tool_kinds import CLIENT_CALL_ITEM_TYPES, HOSTED_ITEM_TYPES
+
+    rows: list[Row] = []
+    for name in names:
+        if name in _OUTPUT_NOTES:
+            handling = _OUTPUT_NOTES[name]
+        elif name in CLIENT_CALL_ITEM_TYPES:
+            handling = Handling("lowered", "from a call of its exposed function")
+        elif name in HOSTED_ITEM_TYPES:
+            handling = Handling(
+                "gateway", "only when a backend is configured for the hosted tool; else omitted"
+            )
+        else:
+            handling = _NEVER_OUTPUT
+        rows.append(_row(name, RELAYED, handling))
+    return tuple(rows)
+
+
+OUTPUT_ITEM_TYPES: tuple[str, ...] = (
+    "message", "file_search_call", "function_call", "function_call_output", "web_search_call",
+    "computer_call", "computer_call_output", "reasoning", "program", "program_output",
+    "tool_search_call", "tool_search_output", "additional_tools", "compaction",
+    "image_generation_call", "code_interpreter_call", "local_shell_call",
+    "local_shell_call_output", "shell_call", "shell_call_output", "apply_patch_call",
+    "apply_patch_call_output", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+    "mcp_approval_response", "custom_tool_call", "custom_tool_call_output",
+)  # fmt: skip
+
+# --------------------------------------------------------------------------- stream events
+
+_WRITER = Handling("gateway", "written by the gateway's output writer from the model's output")
+
+
+def _event_rows() -> tuple[Row, ...]:
+    own = (
+        "response.created", "response.in_progress", "response.completed", "response.failed",
+        "response.incomplete", "response.output_item.added", "response.output_item.done",
+        "response.content_part.added", "response.content_part.done",
+        "response.output_text.delta", "response.output_text.done", "response.refusal.delta",
+        "response.refusal.done", "response.function_call_arguments.delta",
+        "response.function_call_arguments.done", "response.reasoning_summary_part.added",
+        "response.reasoning_summary_part.done", "response.reasoning_summary_text.delta",
+        "response.reasoning_summary_text.done", "response.reasoning_text.delta",
+        "response.reasoning_text.done", "error",
+    )  # fmt: skip
+    mcp = (
+        "response.mcp_call_arguments.delta", "response.mcp_call_arguments.done",
+        "response.mcp_call.completed", "response.mcp_call.failed", "response.mcp_call.in_progress",
+        "response.mcp_list_tools.completed", "response.mcp_list_tools.failed",
+        "response.mcp_list_tools.in_progress",
+    )  # fmt: skip
+    lowered_tool = (
+        "response.custom_tool_call_input.delta", "response.custom_tool_call_input.done",
+        "response.shell_call_command.added", "response.shell_call_command.delta",
+        "response.shell_call_command.done", "response.web_search_call.completed",
+        "response.web_search_call.in_progress", "response.web_search_call.searching",
+    )  # fmt: skip
+    hosted = (
+        "response.code_interpreter_call_code.delta", "response.code_interpreter_call_code.done",
+        "response.code_interpreter_call.completed", "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting", "response.file_search_call.completed",
+        "response.file_search_call.in_progress", "response.file_search_call.searching",
+        "response.image_generation_call.completed", "response.image_generation_call.generating",
+        "response.image_generation_call.in_progress",
+        "response.image_generation_call.partial_image",
+        "response.shell_call_output_content.delta", "response.shell_call_output_content.done",
+    )  # fmt: skip
+    rows = [_row(name, _WRITER, _WRITER) for name in own]
+    rows += [_all(name, Handling("gateway", "the gateway's MCP call events")) for name in mcp]
+    rows += [
+        _row(name, RELAYED, Handling("lowered", "the tool kind's events for a lowered call"))
+        for name in lowered_tool
+    ]
+    rows += [
+        _row(name, RELAYED, Handling("gateway", "only with a configured hosted-tool backend"))
+        for name in hosted
+    ]
+    rows += [
+        _row(
+            "response.output_text.annotation.added",
+            RELAYED,
+            Handling("omitted", "chat and harmony upstreams send no annotations"),
+        ),
+        _all("response.queued", Handling("gateway", "background responses, before they start")),
+        _row(
+            "response.compaction.compacting",
+            Handling("omitted", "upstream compaction is never asked for: the gateway compacts"),
+            Handling("omitted", "the gateway compacts itself, between model calls"),
+        ),
+    ]
+    audio = Handling("omitted", "audio output is not offered: no request field asks for it")
+    rows += [
+        _all(name, audio)
+        for name in (
+            "response.audio.delta",
+            "response.audio.done",
+            "response.audio.transcript.delta",
+            "response.audio.transcript.done",
+        )
+    ]
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------- create fields
+
+RESPONSES_ONLY_FIELDS: tuple[str, ...] = (
+    "moderation",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "image",
+    "access_programs",
+)
+"""Create fields sent as they are to a Responses upstream (the rows say ``relayed``) and omitted
+on the function wires."""
+
+
+def _field_rows() -> tuple[Row, ...]:
+    passed = (
+        "max_output_tokens", "metadata", "model", "temperature", "top_p", "reasoning",
+        "tool_choice", "tools", "input", "instructions", "max_tool_calls",
+    )  # fmt: skip
+    rows = [
+        _row(n, Handling("lowered", "sent as the call's own field"), Handling("lowered", "mapped"))
+        for n in passed
+    ]
+    rows += [
+        _all("stream", Handling("gateway", "the gateway streams every upstream call")),
+        _all("store", Handling("gateway", "the gateway's store; upstream calls use store:false")),
+        _all("background", Handling("gateway", "run by the gateway's background worker")),
+        _all("conversation", Handling("gateway", "the gateway's conversations")),
+        _all("previous_response_id", Handling("gateway", "the gateway's stored chain")),
+        _all("truncation", Handling("gateway", "the gateway's context windows truncate")),
+        _all("context_management", Handling("gateway", "the gateway compacts")),
+        _all("stream_options", Handling("gateway", "include_obfuscation on the gateway's SSE")),
+        _all("user", Handling("gateway", "echoed; sent to chat as user")),
+        _all("safety_identifier", Handling("gateway", "echoed")),
+        _row(
+            "include",
+            Handling("relayed", "merged with reasoning.encrypted_content"),
+            Handling("gateway", "per value: see the include rows"),
+        ),
+        _row(
+            "parallel_tool_calls",
+            RELAYED,
+            Handling("lowered", "chat parallel_tool_calls"),
+            Handling("omitted", "harmony: the model emits one call per message"),
+        ),  # fmt: skip
+        _row(
+            "text",
+            RELAYED,
+            Handling("lowered", "chat response_format"),
+            Handling(
+                "lowered",
+                "format: a '# Response Formats' section of the developer message (the output "
+                "is not yet checked against the schema)",
+            ),
+        ),  # fmt: skip
+        _row(
+            "top_logprobs",
+            RELAYED,
+            Handling("lowered", "chat logprobs/top_logprobs"),
+            Handling("omitted", "the completions server's logprobs are not mapped"),
+        ),  # fmt: skip
+        _row(
+            "service_tier",
+            RELAYED,
+            Handling("lowered", "chat service_tier"),
+            Handling("omitted", "a raw completions server has no tiers"),
+        ),  # fmt: skip
+        _row(
+            "prompt_cache_key",
+            RELAYED,
+            Handling("lowered", "chat prompt_cache_key"),
+            Handling("omitted", "a raw completions server has no prompt cache key"),
+        ),  # fmt: skip
+    ]
+    rows.append(
+        _all(
+            "prompt",
+            Handling(
+                "gateway",
+                "operator templates (GATEWAY_CONFIG prompts) resolved into instructions and "
+                "input; unknown id 404, unknown version or variable 400; resolved prompt echoed",
+            ),
+        )
+    )
+    for name in RESPONSES_ONLY_FIELDS:
+        rows.append(_row(name, RELAYED, Handling("omitted", "no chat/harmony equivalent")))
+    rows.append(
+        _all(
+            "background_options",
+            Handling("omitted", "the gateway runs background mode itself; options not applied"),
+        )
+    )
+    return tuple(rows)
+
+
+# --------------------------------------------------------------------------- include values
+
+
+def _include_rows() -> tuple[Row, ...]:
+    no_data = Handling("omitted", "the function wire has no such data")
+    return (
+        _all(
+            "reasoning.encrypted_content",
+            Handling("gateway", "the gateway seals reasoning for stateless replay"),
+        ),
+        _row("message.output_text.logprobs", RELAYED,
+             Handling("lowered", "chat choice logprobs.content -> output_text.logprobs "
+                      "(needs top_logprobs, which asks chat for logprobs)"),
+             Handling("omitted", "the completions server's token logprobs are not mapped")),
+        _row("message.input_image.image_url", RELAYED,
+             Handling("omitted", "input items are not echoed with image URLs yet")),
+        _row("web_search_call.action.sources", RELAYED, no_data),
+        _row("web_search_call.results", RELAYED, no_data),
+        _row("file_search_call.results", RELAYED, no_data),
+        _row("code_interpreter_call.outputs", RELAYED, no_data),
+        _row("computer_call_output.output.image_url", RELAYED, no_data),
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the registries
+
+
+def _index(rows: tuple[Row, ...]) -> dict[str, Row]:
+    out: dict[str, Row] = {}
+    for row in rows:
+        assert row.name not in out, f"two rows for {row.name}"
+        out[row.name] = row
+    return out
+
+
+TOOLS = _index(_tool_rows())
+INPUT_ITEMS = _index(_input_rows())
+OUTPUT_ITEMS = _index(_output_rows(OUTPUT_ITEM_TYPES))
+STREAM_EVENTS = _index(_event_rows())
+CREATE_FIELDS = _index(_field_rows())
+INCLUDE_VALUES = _index(_include_rows())
+
+FAMILIES: dict[str, dict[str, Row]] = {
+    "tools": TOOLS,
+    "input_items": INPUT_ITEMS,
+    "output_items": OUTPUT_ITEMS,
+    "stream_events": STREAM_EVENTS,
+    "create_fields": CREATE_FIELDS,
+    "include_values": INCLUDE_VALUES,
+}
+"""Family name -> its registry (name -> row)."""
+
+
+def coverage() -> dict[str, dict[str, dict[Fate, int]]]:
+    """Family -> wire -> fate -> how many names."""
+    table: dict[str, dict[str, dict[Fate, int]]] = {}
+    for family, rows in FAMILIES.items():
+        per_wire = table[family] = {}
+        for wire in WIRES:
+            counts: dict[Fate, int] = {}
+            for row in rows.values():
+                fate = row.on(wire).fate
+                counts[fate] = counts.get(fate, 0) + 1
+            per_wire[wire] = counts
+    return table
+
+
+def lower_context_items(
+    items: list[dict[str, Any]], keep: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """A transcript for a function wire: each item whose row has a ``lower`` function replaced
+    by what it returns. Hosted calls that carry their result (the gateway ran them through a
+    backend, in this response (``keep``, by id) or an earlier one) stay for the tool-kind table,
+    which replays them as a call and its result. ``function_call_output`` is lowered only
+    without a ``call_id``."""
+    from responses_gateway.tool_kinds import HOSTED_ITEM_TYPES, hosted_seen
+
+    out: list[dict[str, Any]] = []
+    keep = keep or {}
+    for item in items:
+        row = INPUT_ITEMS.get(str(item.get("type")))
+        skip = row is None or row.lower is None or str(item.get("id")) in keep
+        if not skip and item.get("type") in HOSTED_ITEM_TYPES and hosted_seen(item) is not None:
+            skip = True
+        if not skip and item.get("type") == "function_call_output" and item.get("call_id"):
+            skip = True
+        out.extend([item] if skip or row is None or row.lower is None else row.lower(item))
+    return out
+
+
+def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
+    """Apply the request-level policies of the rows for ``wire``.
+
+    Returns:
+        The create fields the request sets that the wire omits (for the caller's one log line).
+
+    Raises:
+        InvalidRequestError: a tool whose row refuses it on ``wire`` (a 400 naming the tool).
+    """
+    from responses_gateway.errors import InvalidRequestError
+
+    if wire not in WIRES:  # a test double's wire: no policies
+        return []
+    for index, tool in enumerate(request.get("tools") or []):
+        row = TOOLS.get(str(tool.get("type")) if isinstance(tool, Mapping) else "")
+        if row is not None and row.on(wire).fate == "refused":
+            raise InvalidRequestError(
+                f"Tool type '{row.name}' is not supported by this model's upstream: "
+                f"{row.on(wire).how}.",
+                param=f"tools[{index}].type",
+                code="unsupported_value",
+            )
+    return [
+        name
+        for name, row in CREATE_FIELDS.items()
+        if request.get(name) not in (None, [], {}) and row.on(wire).fate == "omitted"
+    ]
