@@ -12,13 +12,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
@@ -31,6 +33,8 @@ from responses_gateway.ids import new_id
 from responses_gateway.service import Gateway
 from responses_gateway.sockets.session import SessionLimits
 from responses_gateway.store.base import Store
+from responses_gateway.tenancy import Identity
+from responses_gateway.usage.requestlog import UNAUTHENTICATED
 
 __all__ = ["create_app", "error_response"]
 
@@ -61,6 +65,9 @@ class EdgeMiddleware:
                 request_id = value[:128]
                 break
         rid = request_id or new_id("req").encode()
+        state = scope.setdefault("state", {})  # request.state: what a refusal's record reads
+        state["request_id"] = rid.decode("utf-8", "replace")
+        state["started_ms"] = int(time.time() * 1000)
         started = False
 
         async def send_with_id(message: Message) -> None:
@@ -78,6 +85,64 @@ class EdgeMiddleware:
                 raise
             error = InternalError("The server had an error processing your request.")
             await error_response(error)(scope, receive, send_with_id)
+
+
+async def _log_refusal(request: Request, error: GatewayError) -> None:
+    """The request-log record of a create refused before its loop ran (after that, the loop's
+    ending writes the record)."""
+    state = request.state
+    if getattr(state, "prepared", False):
+        return
+    identity: Identity | None = getattr(state, "identity", None)
+    gateway: Gateway = request.app.state.gateway
+    await gateway.log_refused(
+        tenant=identity.tenant if identity is not None else UNAUTHENTICATED,
+        request_id=getattr(state, "request_id", "") or new_id("req"),
+        api_key_id=identity.api_key_id if identity is not None else "",
+        body=getattr(state, "create_body", None),
+        error=error,
+        started_ms=getattr(state, "started_ms", 0) or int(time.time() * 1000),
+        client_headers=request.headers,
+    )
+
+
+CONSOLE_PREFIXES = ("/v1/console/", "/v1/traces/", "/console")
+"""Paths the console's routes serve (its data reads, the trace ingest, its files)."""
+
+
+class LazyRoutes(BaseRoute):
+    """Routes under ``prefixes`` whose modules load on the first request there, so the cold
+    start never imports them (the console costs nothing until someone opens it)."""
+
+    def __init__(self, prefixes: tuple[str, ...], load: Callable[[], ASGIApp]) -> None:
+        self.prefixes = prefixes
+        self._load = load
+        self._app: ASGIApp | None = None
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        path: str = scope["path"]
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]  # what the app's own routes match, as Starlette does
+        if scope["type"] == "http" and path.startswith(self.prefixes):
+            return Match.FULL, {}
+        return Match.NONE, {}
+
+    async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self._app is None:
+            self._app = self._load()
+        await self._app(scope, receive, send)
+
+
+def _console_routes() -> ASGIApp:
+    from fastapi import APIRouter
+
+    from responses_gateway.api import admin, console, traces
+
+    router = APIRouter()
+    for part in (console.router, admin.router, traces.router, console.files):
+        router.include_router(part)
+    return router
 
 
 def _default_launcher(gateway: Gateway) -> Launcher:
@@ -155,7 +220,9 @@ def create_app(
     app.state.limits = limits or Limits.from_env()
 
     @app.exception_handler(GatewayError)
-    async def _gateway_error(_: Request, exc: GatewayError) -> JSONResponse:
+    async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:
+        if request.scope.get("endpoint") is responses.create_response:
+            await _log_refusal(request, exc)
         return error_response(exc)
 
     @app.exception_handler(StarletteHTTPException)
@@ -173,5 +240,6 @@ def create_app(
     app.include_router(usage.router)
     app.include_router(prompts.router)
     app.include_router(websocket.router)
+    app.router.routes.append(LazyRoutes(CONSOLE_PREFIXES, _console_routes))
     app.add_middleware(EdgeMiddleware)
     return app

@@ -29,10 +29,16 @@ from responses_gateway.config import GatewayConfig, Provider
 from responses_gateway.context.meter import ContextMeter
 from responses_gateway.context.tokens import TokenCounter
 from responses_gateway.context.windows import WindowDirectory
-from responses_gateway.errors import InvalidRequestError, NotFoundError, QuotaExceededError
+from responses_gateway.errors import (
+    GatewayError,
+    InvalidRequestError,
+    NotFoundError,
+    QuotaExceededError,
+)
 from responses_gateway.ids import new_id
 from responses_gateway.loop.compaction import expand_compactions, from_last_compaction
 from responses_gateway.loop.driver import LoopContext, decide_start
+from responses_gateway.loop.events import Sink
 from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
     plan_approvals,
@@ -62,7 +68,8 @@ from responses_gateway.protocol.request import (
 from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 from responses_gateway.usage.budget import BudgetGuard
-from responses_gateway.usage.ledger import usage_entry
+from responses_gateway.usage.ledger import client_ids as client_ids_of, usage_entry
+from responses_gateway.usage.requestlog import FirstOutputSink, RefusalGate, log_refused
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +104,12 @@ class PreparedRun:
     omitted_fields: list[str] = field(default_factory=list)
     """Create fields the request set that its wire omits under the contract's rows
     (:mod:`responses_gateway.protocol.contract`): the ``x-gateway-omitted-fields`` header."""
+
+    def observe(self, sink: Sink) -> Sink:
+        """``sink`` as the loop should get it: the first model output it sees is noted in the
+        run's request log (``ttft_ms``)."""
+        log = self.run.get("log")
+        return FirstOutputSink(sink, log) if isinstance(log, dict) else sink
 
 
 @dataclass(slots=True)
@@ -213,6 +226,8 @@ class Gateway:
         """Context windows per model (configuration, else the upstream's ``/models``)."""
         self.usage_observers: list[Any] = []
         """Called with each :class:`UsageEntry` the ledger counted (metrics); never raise."""
+        self.refusals = RefusalGate()
+        """Bounds the request-log records of refused creates this process writes."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
         self._router: Any = None
@@ -313,13 +328,16 @@ class Gateway:
     ) -> None:
         """Add the ended response ``state`` to the usage ledger (idempotent per response id:
         a retried worker or a second ending counts nothing more)."""
+        now = time.time()
         entry = usage_entry(
             state,
             tenant=tenant,
             api_key_id=str(run.get("api_key_id") or ""),
             prices=self.config.prices,
-            ended_at=int(time.time()),
+            ended_at=int(now),
             background=background,
+            log=run.get("log"),
+            ended_ms=int(now * 1000),
         )
         try:
             counted = await self.store.record_usage(entry)
@@ -340,6 +358,39 @@ class Gateway:
                 observe(entry)
             except Exception:
                 _log.exception("a usage observer failed")
+
+    async def log_refused(
+        self,
+        *,
+        tenant: str,
+        request_id: str,
+        api_key_id: str,
+        body: Any,
+        error: GatewayError,
+        started_ms: int,
+        client_headers: Mapping[str, str] | None = None,
+        transport: str = "http",
+    ) -> bool:
+        """Write the request-log record of a create refused before its loop ran (bounded by
+        :attr:`refusals`; see :mod:`responses_gateway.usage.requestlog`). ``body`` is the
+        create body as far as it was read (its model and client ids are kept), or None."""
+        hint = body if isinstance(body, dict) else {}
+        model = hint.get("model")
+        client = client_ids_of(
+            [hint.get("client_metadata"), hint.get("metadata")], client_headers or {}
+        )
+        return await log_refused(
+            self.store,
+            self.refusals,
+            tenant=tenant,
+            request_id=request_id,
+            api_key_id=api_key_id,
+            model=model[:200] if isinstance(model, str) else "",
+            status_code=error.status_code,
+            error=error.to_error(),
+            started_ms=started_ms,
+            log={"transport": transport, "client": client},
+        )
 
     def persister_for(self, tenant: str, run: dict[str, Any]) -> Any:
         """The record writer of a run described by a checkpoint's ``run`` (its usage is
@@ -413,6 +464,7 @@ class Gateway:
         tenant: str,
         *,
         api_key_id: str = "",
+        client_headers: Mapping[str, str] | None = None,
         memory: ConnectionMemory | None = None,
         stream_id: str = "",
         generate: bool = True,
@@ -424,6 +476,7 @@ class Gateway:
         Args:
             body: the create request.
             tenant: who it acts for.
+            client_headers: the request's headers, read for the client's ids (request log).
             memory: a WebSocket connection's memory: previous responses are looked up there
                 first, and the finished response becomes ``stream_id``'s latest.
             stream_id: the connection's stream the create runs on.
@@ -434,6 +487,7 @@ class Gateway:
             GatewayError: bad input, unknown model, or a context that does not exist.
             QuotaExceededError: the tenant's budget is spent (nothing was sent upstream).
         """
+        started_ms = int(time.time() * 1000)
         request = body if isinstance(body, CreateResponseRequest) else parse_create_request(body)
         _reject_unsupported(request)
         if request.background and self.launcher is None:
@@ -500,6 +554,19 @@ class Gateway:
             + prepared.control_items,
             next_action=decide_start(approved, transcript) if generate else Finish("completed"),
         )
+        log = {
+            "provider": provider.name,
+            "wire": adapter.wire,
+            "stored": request.store is not False,
+            "stream": bool(request.stream),
+            "client": client_ids_of(
+                [(request.model_extra or {}).get("client_metadata"), request.metadata],
+                client_headers or {},
+            ),
+            "transport": "http" if memory is None else "websocket",
+            "deployment": "",  # the deployments that answered: the loop's list, set below
+            "started_ms": started_ms,
+        }
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
         backends = self._backends(tool_dicts, adapter.wire)
         omitted = hosted_tools_without_backend(
@@ -535,7 +602,7 @@ class Gateway:
                 prepared.items,
                 context,
                 request.store is not False,
-                api_key_id,
+                {"api_key_id": api_key_id, "log": log},
                 remember=_rememberer(memory, stream_id, context, prepared.items, request),
             ),
             budget=guard,
@@ -543,6 +610,7 @@ class Gateway:
             router=self.router_for(request.model),
         )
         ctx.meter = self.meter(provider, state.request, compaction)
+        log["deployment"] = ctx.deployments  # filled as routed model calls are answered
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
@@ -564,6 +632,7 @@ class Gateway:
             "include_obfuscation": include_obfuscation,
             "generation": 0,
             "compaction": compaction,
+            "log": log,
         }
         return PreparedRun(
             state=state,
@@ -603,11 +672,12 @@ class Gateway:
         input_items: list[dict[str, Any]],
         context: Context,
         store: bool,
-        api_key_id: str | None,
+        run: dict[str, Any] | None,
         remember: Any = None,
     ) -> Any:
-        """The ending writer: the record, the conversation append and (``api_key_id`` not None:
-        a foreground loop) the usage ledger entry, written in parallel with the record; on a
+        """The ending writer: the record, the conversation append and (``run`` not None: a
+        foreground loop, ``{"api_key_id", "log"}``) the usage ledger and request-log entry,
+        written in parallel with the record; on a
         WebSocket connection (``remember``), the response becomes its stream's latest."""
         stored_input = [*context.history, *input_items] if context.inline_history else input_items
 
@@ -622,10 +692,9 @@ class Gateway:
                     [*input_items, *state.output],
                     once_key=state.response_id,
                 )
-            if api_key_id is None:
+            if run is None:
                 await write(state, response)
                 return
-            run = {"api_key_id": api_key_id}
             await asyncio.gather(
                 write(state, response),
                 self.record_usage(tenant, run, state, background=False),

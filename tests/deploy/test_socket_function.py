@@ -112,14 +112,15 @@ class Harness:
     def table_keys(self) -> set[str]:
         scan = self.dynamo.client.scan(TableName=self.dynamo.table_name)
         # the usage ledger (a response's marker SK = U, hour rows U#<day>, a tenant's totals
-        # T#<tenant>#B) counts every response, stored or not, and holds no content
+        # T#<tenant>#B, its request log T#<tenant>#RL) counts every response, stored or not,
+        # and holds no content
         return {
             item["PK"]["S"]
             for item in scan["Items"]
             if not (
                 item["SK"]["S"] == "U"
                 or item["PK"]["S"].startswith("U#")
-                or item["PK"]["S"].endswith("#B")
+                or item["PK"]["S"].endswith(("#B", "#RL"))
             )
         }
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fastapi.routing import APIRoute
 
-from responses_gateway.api import conversations, prompts, responses, usage
+from responses_gateway.api import admin, console, conversations, prompts, responses, traces, usage
 from responses_gateway.store.table import TABLE_DEFINITION, TTL_ATTRIBUTE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -76,7 +76,15 @@ def _routes(cfn: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
 def _app_routes() -> set[tuple[str, str]]:
     return {
         (method, route.path)
-        for router in (responses.router, conversations.router, usage.router, prompts.router)
+        for router in (
+            responses.router,
+            conversations.router,
+            usage.router,
+            prompts.router,
+            console.router,
+            admin.router,
+            traces.router,
+        )
         for route in router.routes
         if isinstance(route, APIRoute)
         for method in route.methods or ()
@@ -101,10 +109,20 @@ def test_template_transforms_and_lints_clean(check_template: ModuleType) -> None
     assert check_template.main([]) == 0
 
 
+CONSOLE_FILES = {("GET", "/console"), ("GET", "/console/{proxy+}")}
+"""The console's static files (the app's ``/console/{name:path}``): served without a key."""
+
+
 def test_every_app_route_is_wired_exactly_once(cfn: dict[str, Any]) -> None:
     wired = _routes(cfn)
-    assert set(wired) == _app_routes()
+    assert set(wired) == _app_routes() | CONSOLE_FILES
     assert ("GET", "/health") not in wired
+
+
+def test_console_files_need_no_key_and_console_data_does(cfn: dict[str, Any]) -> None:
+    for route, operation in _routes(cfn).items():
+        keyless = not any(operation.get("security") or [{}])
+        assert keyless == (route in CONSOLE_FILES), route
 
 
 def test_streaming_routes_use_response_streaming_to_the_adapter_function(
@@ -189,8 +207,9 @@ def test_every_route_requires_an_api_key_from_the_bearer_header(cfn: dict[str, A
     assert authorizer["type"] == "request"
     assert authorizer["identitySource"] == "method.request.header.Authorization"
     for route, operation in _routes(cfn).items():
-        required = {name for requirement in operation["security"] for name in requirement}
-        assert required == {"api_key", "KeyAuthorizer"}, route
+        required = {name for requirement in operation.get("security", []) for name in requirement}
+        wanted = set() if route in CONSOLE_FILES else {"api_key", "KeyAuthorizer"}
+        assert required == wanted, route
 
 
 def test_usage_plan_limits_come_from_parameters(sam_template: dict[str, Any]) -> None:

@@ -138,8 +138,11 @@ class Stack:
         for page in self.dynamo.client.get_paginator("scan").paginate(TableName=TABLE):
             for item in page["Items"]:
                 texts.append(repr(item))
-                if "body" in item:
-                    texts.append(_inflate(bytes(item["body"]["B"])))
+                body = item.get("body", {})
+                if "B" in body:
+                    texts.append(_inflate(bytes(body["B"])))
+                elif "S" in body:  # agent traces and spans: JSON text
+                    texts.append(body["S"])
                 if "d" in item:
                     prefix, index = item["SK"]["S"].rsplit("#", 1)
                     chunks.setdefault((item["PK"]["S"], prefix), []).append(

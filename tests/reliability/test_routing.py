@@ -230,6 +230,14 @@ def _health(routing: Routing, deployment: str) -> Any:
     return asyncio.run(routing.stores[0].read_health([deployment])).get(deployment)
 
 
+def _request_log(routing: Routing) -> list[Any]:
+    """Every request-log entry of the default tenant, oldest first."""
+    import asyncio
+
+    page = asyncio.run(routing.stores[0].list_requests("default", limit=100))
+    return list(reversed(page.entries))
+
+
 def test_a_429_with_retry_after_moves_the_call_to_the_sibling(
     fresh: Routing, client: openai.OpenAI
 ) -> None:
@@ -245,6 +253,12 @@ def test_a_429_with_retry_after_moves_the_call_to_the_sibling(
     # The next call does not try the cooling deployment at all.
     assert client.responses.create(model="agent", input="again").output_text == "b again"
     assert len(fresh.a.proxy.calls) == 1
+    # The request log names the deployment that answered each request (console, #21).
+    logged = _request_log(fresh)
+    assert [(e.response_id, e.extra["deployment"]) for e in logged][-1] == (
+        response.id,
+        "b/agent-b",
+    )
 
 
 @pytest.mark.parametrize("death", ["answer lost", "stream cut after its role chunk"])

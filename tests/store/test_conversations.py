@@ -393,3 +393,37 @@ async def test_append_items_duplicate_reservation_re_reserves_instead_of_overwri
 
     assert ids_of(await store.all_items(tenant, "conv_1")) == ["first", "a", "b"]
     assert len(answers) == 3  # the collision was detected and a fresh range reserved
+
+
+async def test_list_conversations_pages_newest_first_with_current_metadata(
+    store: Store, tenant: str
+) -> None:
+    for i in range(5):
+        made = Conversation(tenant, f"conv_l{i}", CREATED + i, {"n": str(i)})
+        await store.create_conversation(made, [item(f"i{i}")] if i % 2 else [])
+    await store.create_conversation(Conversation(f"{tenant}-b", "conv_x", CREATED + 9), [])
+    await store.update_conversation(tenant, "conv_l3", {"n": "three"})
+    assert await store.delete_conversation(tenant, "conv_l1") is True
+
+    first = await store.list_conversations(tenant, limit=2)
+    assert [(c.id, c.metadata) for c in first.conversations] == [
+        ("conv_l4", {"n": "4"}),
+        ("conv_l3", {"n": "three"}),
+    ]
+    assert first.conversations[0].created_at == CREATED + 4
+    rest = await store.list_conversations(tenant, before=first.next_cursor, limit=2)
+    assert [c.id for c in rest.conversations] == ["conv_l2", "conv_l0"]
+    if rest.next_cursor is not None:  # DynamoDB may not know the page was the last
+        assert (await store.list_conversations(tenant, before=rest.next_cursor)).conversations == []
+    assert (await store.list_conversations(f"{tenant}-nobody")).conversations == []
+
+
+async def test_list_conversations_leaves_out_expired_ones(
+    store: Store, tenant: str, clock: Any
+) -> None:
+    await store.create_conversation(
+        Conversation(tenant, "conv_short", CREATED, expires_at=int(clock()) + 10), []
+    )
+    await store.create_conversation(Conversation(tenant, "conv_long", CREATED + 1), [])
+    clock.advance(11)
+    assert [c.id for c in (await store.list_conversations(tenant)).conversations] == ["conv_long"]

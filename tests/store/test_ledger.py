@@ -126,7 +126,7 @@ async def test_record_usage_costs_one_round_trip_and_bounded_units(
     await store.record_usage(entry(tenant, "units"))
     units = store.meter.snapshot()["record_usage"]
     assert units.round_trips == 1
-    assert units.write_units == 8  # 4 items of under 1 KB, billed twice in a transaction
+    assert units.write_units == 10  # 5 items of under 1 KB, billed twice in a transaction
 
 
 async def test_record_usage_again_with_other_counts_changes_nothing(
@@ -187,3 +187,81 @@ async def test_read_usage_longer_than_the_limit_raises_value_error(store: Store)
     with pytest.raises(ValueError):
         await store.read_usage(T0, T0 + 63 * 86_400)
     assert await store.read_usage(T0 + 10, T0 + 10) == []
+
+
+async def test_request_log_pages_newest_first_per_tenant(store: Store, tenant: str) -> None:
+    for i in range(5):
+        logged = entry(tenant, f"resp_log{i}", at=T0 + i)
+        logged.extra = {"ended_ms": (T0 + i) * 1000 + 7, "client": {"thread_id": "t1"}}
+        await store.record_usage(logged)
+    await store.record_usage(entry(f"{tenant}-other", "resp_elsewhere"))
+    first = await store.list_requests(tenant, limit=2)
+    assert [e.response_id for e in first.entries] == ["resp_log4", "resp_log3"]
+    assert first.entries[0].extra["client"] == {"thread_id": "t1"}
+    assert first.entries[0].counts.total_tokens == 15
+    second = await store.list_requests(tenant, before=first.next_cursor, limit=2)
+    assert [e.response_id for e in second.entries] == ["resp_log2", "resp_log1"]
+    last = await store.list_requests(tenant, before=second.next_cursor, limit=2)
+    assert [e.response_id for e in last.entries] == ["resp_log0"]
+    assert last.next_cursor is None
+    assert (await store.list_requests(f"{tenant}-nobody")).entries == []
+
+
+async def test_request_log_without_ms_orders_by_seconds(store: Store, tenant: str) -> None:
+    await store.record_usage(entry(tenant, "resp_b", at=T0 + 2))
+    await store.record_usage(entry(tenant, "resp_a", at=T0 + 9))
+    page = await store.list_requests(tenant)
+    assert [e.response_id for e in page.entries] == ["resp_a", "resp_b"]
+    assert page.next_cursor is None
+
+
+@pytest.mark.dynamodb_only
+async def test_request_log_page_is_one_query(store: DynamoStore, tenant: str) -> None:
+    for i in range(3):
+        await store.record_usage(entry(tenant, f"resp_q{i}", at=T0 + i))
+    store.meter.reset()
+    page = await store.list_requests(tenant, limit=2)
+    assert len(page.entries) == 2
+    assert store.meter.snapshot()["list_requests"].round_trips == 1
+
+
+async def test_log_request_lists_a_refused_request_without_counting_it(
+    store: Store, tenant: str
+) -> None:
+    await store.record_usage(entry(tenant, "resp_counted", at=T0 + 1))
+    refused = UsageEntry(
+        tenant=tenant,
+        response_id="req_refused",
+        model="m1",
+        ended_at=T0 + 2,
+        status="refused",
+        counts=UsageCounts(),
+        api_key_id="k1",
+        extra={"http_status": 400, "error_code": "invalid_value", "ended_ms": (T0 + 2) * 1000},
+    )
+    await store.log_request(refused)
+    page = await store.list_requests(tenant)
+    assert [e.response_id for e in page.entries] == ["req_refused", "resp_counted"]
+    assert page.entries[0] == refused
+    assert await store.get_usage_entry(tenant, "req_refused") == refused
+    spend = await store.get_spend(tenant, T0 + 3)
+    assert spend.day_tokens == 15  # the counted response only
+    rows = [b for b in await store.read_usage(T0, T0 + 86_400) if b.tenant == tenant]
+    assert sum(b.counts.responses for b in rows) == 1
+
+
+@pytest.mark.dynamodb_only
+async def test_log_request_is_one_batch_of_two_small_items(store: DynamoStore, tenant: str) -> None:
+    store.meter.reset()
+    await store.log_request(
+        UsageEntry(
+            tenant=tenant,
+            response_id="req_u",
+            model="",
+            ended_at=T0,
+            status="refused",
+            counts=UsageCounts(),
+        )
+    )
+    units = store.meter.snapshot()["log_request"]
+    assert (units.round_trips, units.write_units) == (1, 2)

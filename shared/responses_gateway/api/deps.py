@@ -81,8 +81,13 @@ def identity_of(request: HTTPConnection) -> Identity:
 
 
 def _policy(request: HTTPConnection) -> TenancyPolicy:
-    policy = getattr(request.app.state, "tenancy", None)
-    return policy if isinstance(policy, TenancyPolicy) else current_policy()
+    """``app.state.tenancy`` when the app was given a policy, else the one the environment
+    describes: ``app.state.tenancy_env`` (a mapping, tests) or the process's."""
+    state = request.app.state
+    policy = getattr(state, "tenancy", None)
+    if isinstance(policy, TenancyPolicy):
+        return policy
+    return current_policy(getattr(state, "tenancy_env", None))
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,8 +52,12 @@ async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
     identity = identity_of(request)  # authenticate before reading the body
     data, size = await read_json(request)
+    request.state.create_body = data  # a refusal's request-log record reads model and ids
     parsed = await off_loop_if_large(size, parse_create_request, data)
-    run = await gateway.prepare(parsed, identity.tenant, api_key_id=identity.api_key_id)
+    run = await gateway.prepare(
+        parsed, identity.tenant, api_key_id=identity.api_key_id, client_headers=request.headers
+    )
+    request.state.prepared = True  # from here on the loop's ending writes the record
     timing = timing_of(request)
     if run.background:
         queued = await start_background(gateway, run)

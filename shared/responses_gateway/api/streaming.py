@@ -200,7 +200,7 @@ async def run_streamed(
             sent.append(frame)  # the start of the log, should the loop hand over
 
     sse = SSESink(write, include_obfuscation=run.include_obfuscation)
-    sink = _CommitSink(sse, committed)
+    sink = run.observe(_CommitSink(sse, committed))
 
     async def run_to_end() -> None:
         FLOW_GATE.set(outbox.wait_for_room)  # this task's context only
@@ -246,7 +246,7 @@ async def run_buffered(
     A client that disconnects cancels the response, exactly as a streaming one does.
     """
     pause = timing.pause(run) if gateway is not None else None
-    task = asyncio.create_task(run_loop(run.state, run.ctx, NullSink(), pause=pause))
+    task = asyncio.create_task(run_loop(run.state, run.ctx, run.observe(NullSink()), pause=pause))
     watcher = asyncio.create_task(_disconnected(request))
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)

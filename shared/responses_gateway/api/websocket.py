@@ -76,6 +76,7 @@ async def responses_socket(websocket: WebSocket) -> None:
         outbox.put_nowait,
         limits=limits,
         api_key_id=identity.api_key_id,
+        client_headers=websocket.headers,
     )
     sender = asyncio.create_task(_send_all(websocket, outbox))
     receiver = asyncio.create_task(_receive_all(websocket, session))

@@ -19,11 +19,13 @@ import asyncio
 import json
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from responses_gateway.errors import GatewayError, InternalError, InvalidRequestError
+from responses_gateway.ids import new_id
 from responses_gateway.loop import run_loop
 from responses_gateway.loop.events import LoopEvent, ResponseFinished, Sink
 from responses_gateway.loop.state import LoopState
@@ -127,11 +129,15 @@ class Session:
         pause: Callable[[PreparedRun], Callable[[LoopState], bool] | None] | None = None,
         hand_over: HandOver | None = None,
         api_key_id: str = "",
+        client_headers: Mapping[str, str] | None = None,
     ) -> None:
         self.gateway = gateway
         self.tenant = tenant
         self.api_key_id = api_key_id
         """The key the handshake presented (the usage ledger groups by it)."""
+        self.client_headers = dict(client_headers or {})
+        """The handshake's headers the request log reads client ids from (Codex's
+        ``session_id``, ...); see :func:`~responses_gateway.usage.ledger.client_ids`."""
         self.memory: ConnectionMemory = memory if memory is not None else LocalMemory()
         self.limits = limits or SessionLimits()
         self._send = send
@@ -228,16 +234,28 @@ class Session:
         self, key: str, stream_id: str | None, body: dict[str, Any], generate: bool
     ) -> None:
         task = asyncio.current_task()
+        started_ms = int(time.time() * 1000)
         try:
             run = await self.gateway.prepare(
                 body,
                 self.tenant,
                 api_key_id=self.api_key_id,
+                client_headers=self.client_headers,
                 memory=self.memory,
                 stream_id=key,
                 generate=generate,
             )
         except GatewayError as error:
+            await self.gateway.log_refused(  # before the error event: the client sees both
+                tenant=self.tenant,
+                request_id=new_id("req"),
+                api_key_id=self.api_key_id,
+                body=body,
+                error=error,
+                started_ms=started_ms,
+                client_headers=self.client_headers,
+                transport="websocket",
+            )
             self._free(key, task)
             await self.memory.release(key)
             self._error(error, stream_id)
@@ -259,7 +277,7 @@ class Session:
 
         sink = WebSocketSink(send, stream_id=stream_id, include_obfuscation=run.include_obfuscation)
         try:
-            stream_sink = _StreamSink(sink, lambda: self._free(key, task))
+            stream_sink = run.observe(_StreamSink(sink, lambda: self._free(key, task)))
             await run_loop(run.state, run.ctx, stream_sink, pause=pause)
             if run.state.status == "in_progress" and self._hand_over is not None:
                 await self._hand_over(run, stream_id, sent)

@@ -9,7 +9,11 @@ Owns the layout under ``PK = T#<tenant>#C#<conversation id>`` (see DESIGN.md):
 - ``SK = X#<item id>``: the row and sequence number of that item, so ``get_item`` and
   ``delete_item`` are key reads, not scans;
 - ``SK = K#<once key>``: the first sequence number of a keyed append (a response's turn), so
-  repeating that append (a retry, a worker settling another's ending) writes nothing new.
+  repeating that append (a retry, a worker settling another's ending) writes nothing new;
+
+and, under ``PK = T#<tenant>#CL``, ``SK = <created_at, 10 digits>#<conversation id>``: the
+tenant's **conversation list** (id, creation time, metadata as last updated, TTL), written with
+META by create and update and deleted with it, so the console's page is one descending Query.
 
 An append reserves its sequence range with one atomic ``ADD next_seq`` conditioned on the
 conversation existing, writes chunks and index rows, then the append row: a single-item write,
@@ -43,7 +47,12 @@ from responses_gateway.store._codec import (
     escape,
     key,
 )
-from responses_gateway.store.base import RECORD_VERSION, Conversation, ItemPage
+from responses_gateway.store.base import (
+    RECORD_VERSION,
+    Conversation,
+    ConversationPage,
+    ItemPage,
+)
 
 __all__ = ["ConversationTable"]
 
@@ -86,6 +95,24 @@ def _index_sk(item_id: str) -> str:
 
 def _chunk_prefix(row: Item) -> str:
     return f"P#{row['SK']['S'][2:]}"
+
+
+def _list_pk(tenant: str) -> str:
+    return f"T#{escape(tenant)}#CL"
+
+
+def _list_key(tenant: str, created_at: int, conversation_id: str) -> Key:
+    return key(_list_pk(tenant), f"{created_at:010d}#{conversation_id}")
+
+
+def _list_item(conversation: Conversation, expires: int) -> Item:
+    return {
+        **_list_key(conversation.tenant, conversation.created_at, conversation.id),
+        **_common(expires),
+        "id": {"S": conversation.id},
+        "created_at": {"N": str(conversation.created_at)},
+        "metadata": {"M": {k: {"S": v} for k, v in conversation.metadata.items()}},
+    }
 
 
 def _conversation(tenant: str, conversation_id: str, meta: Item) -> Conversation:
@@ -177,6 +204,7 @@ class ConversationTable:
             # Never over an existing META, even an expired one: its rows may still be there.
             self._db.put_item(op, meta, condition="attribute_not_exists(PK)"),
             self._db.batch_write(op, puts=before),
+            self._db.put_item(op, _list_item(conversation, expires)),
             return_exceptions=True,
         )
         for result in results:
@@ -205,7 +233,9 @@ class ConversationTable:
             )
         except ConditionFailed:
             return None
-        return _conversation(tenant, conversation_id, meta)
+        updated = _conversation(tenant, conversation_id, meta)
+        await self._db.put_item("update_conversation", _list_item(updated, updated.expires_at))
+        return updated
 
     async def delete(self, tenant: str, conversation_id: str) -> bool:
         """Delete META (the commit point), then purge the rows in batches, best effort: rows
@@ -215,11 +245,31 @@ class ConversationTable:
         if old is None:
             return False
         try:
+            listed = _list_key(tenant, int(old["created_at"]["N"]), conversation_id)
             rows = await self._db.query_all("delete_conversation", pk, EVERYTHING, keys_only=True)
-            await self._db.batch_write("delete_conversation", deletes=rows)
+            await self._db.batch_write("delete_conversation", deletes=[listed, *rows])
         except StoreError:
             _log.warning("could not purge a deleted conversation's rows; TTL will")
         return int(old[TTL_ATTR]["N"]) > self._clock()
+
+    async def page(self, tenant: str, *, before: str | None, limit: int) -> ConversationPage:
+        pk = _list_pk(tenant)
+        items, last = await self._db.query_page(
+            "list_conversations",
+            pk,
+            ("0", before or "9999999999#~"),
+            forward=False,
+            limit=max(1, limit),
+            start=key(pk, before) if before is not None else None,
+        )
+        now = self._clock()
+        found = [
+            _conversation(tenant, item["id"]["S"], item)
+            for item in items
+            if int(item[TTL_ATTR]["N"]) > now
+        ]
+        cursor = items[-1]["SK"]["S"] if items and last is not None else None
+        return ConversationPage(conversations=found, next_cursor=cursor)
 
     async def append(
         self,

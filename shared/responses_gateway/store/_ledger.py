@@ -10,12 +10,15 @@ Owns the item layout of :class:`~responses_gateway.store.base.LedgerStore` (see 
   of a day is one Query whatever the number of tenants;
 - ``PK = T#<tenant>#B``, ``SK = D#<YYYY-MM-DD>`` / ``M#<YYYY-MM>``: the tenant's **day and month
   totals** (``tok``, ``cost``), what a budget check reads (one BatchGet of two small items);
-- same PK, ``SK = L``: the tenant's own **budget limits**.
+- same PK, ``SK = L``: the tenant's own **budget limits**;
+- ``PK = T#<tenant>#RL``, ``SK = <end time in ms, 13 digits>#<response id>``: the tenant's **request
+  log index**, a copy of the entry ordered by time, so a console page is one descending Query.
 
-One ended response is one TransactWriteItems: the marker's conditional Put and three ADD
-updates. A retried writer's transaction is cancelled by the marker's condition, so nothing is
-ever counted twice, and a crash can never leave a half-counted response. It must not know about
-the loop or HTTP, and it logs nothing (entries carry tenants and models only).
+One ended response is one TransactWriteItems: the marker's conditional Put, the log index's
+Put and three ADD updates. A retried writer's transaction is cancelled by the marker's
+condition, so nothing is ever counted twice, and a crash can never leave a half-counted
+response. It must not know about the loop or HTTP, and it logs nothing (entries carry
+tenants and models only).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from responses_gateway.store._responses import response_pk
 from responses_gateway.store.base import (
     RECORD_VERSION,
     BudgetLimits,
+    RequestPage,
     TenantSpend,
     UsageBucket,
     UsageCounts,
@@ -89,6 +93,17 @@ def _budget_pk(tenant: str) -> str:
     return f"T#{escape(tenant)}#B"
 
 
+def _log_pk(tenant: str) -> str:
+    return f"T#{escape(tenant)}#RL"
+
+
+def _log_sk(entry: UsageEntry) -> str:
+    ended_ms = entry.extra.get("ended_ms")
+    if not isinstance(ended_ms, int):
+        ended_ms = entry.ended_at * 1000
+    return f"{ended_ms:013d}#{entry.response_id}"
+
+
 def _unescape(part: str) -> str:
     return part.replace("%23", "#").replace("%25", "%")
 
@@ -115,12 +130,19 @@ class LedgerTable:
             moment.strftime("%Y-%m"),
         )
         keep = self._ttl(LEDGER_RETENTION_DAYS * _DAY)
+        body = {"S": json.dumps(_entry_json(entry), separators=(",", ":"))}
         marker: Item = {
             **key(response_pk(entry.tenant, entry.response_id), MARKER_SK),
-            "entry": {"S": json.dumps(_entry_json(entry), separators=(",", ":"))},
+            "entry": body,
             SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
             TTL_ATTR: self._ttl(self._marker_retention),
             WRITE_TOKEN: {"S": secrets.token_hex(8)},
+        }
+        log_item: Item = {
+            **key(_log_pk(entry.tenant), _log_sk(entry)),
+            "entry": body,
+            SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
+            TTL_ATTR: self._ttl(self._marker_retention),
         }
         row_key = key(
             f"U#{day}",
@@ -172,10 +194,11 @@ class LedgerTable:
                     "ConditionExpression": "attribute_not_exists(PK)",
                 }
             },
+            {"Put": {"Item": log_item}},
             {"Update": row_update},
             *({"Update": total} for total in totals),
         ]
-        units = write_units(item_size(marker))
+        units = write_units(item_size(marker)) + write_units(item_size(log_item))
         units += write_units(item_size({**row_key, **row_values}))
         units += sum(write_units(item_size({**t["Key"], **total_values})) for t in totals)
         try:
@@ -220,6 +243,33 @@ class LedgerTable:
         if item is None:
             return None
         return _entry_of(json.loads(item["entry"]["S"]))
+
+    async def log_only(self, entry: UsageEntry) -> None:
+        """The entry and its log item, counted nowhere (a refused request): one BatchWrite."""
+        body = {"S": json.dumps(_entry_json(entry), separators=(",", ":"))}
+        common: Item = {
+            "entry": body,
+            SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
+            TTL_ATTR: self._ttl(self._marker_retention),
+        }
+        await self._db.batch_write(
+            "log_request",
+            puts=[
+                {**key(response_pk(entry.tenant, entry.response_id), MARKER_SK), **common},
+                {**key(_log_pk(entry.tenant), _log_sk(entry)), **common},
+            ],
+        )
+
+    async def list_requests(self, tenant: str, *, before: str | None, limit: int) -> RequestPage:
+        pk = _log_pk(tenant)
+        high = before if before is not None else "9999999999999#~"
+        start = key(pk, before) if before is not None else None
+        items, last = await self._db.query_page(
+            "list_requests", pk, ("0", high), forward=False, limit=max(1, limit), start=start
+        )
+        entries = [_entry_of(json.loads(item["entry"]["S"])) for item in items]
+        cursor = items[-1]["SK"]["S"] if items and last is not None else None
+        return RequestPage(entries=entries, next_cursor=cursor)
 
     async def spend(self, tenant: str, now: int) -> TenantSpend:
         moment = datetime.fromtimestamp(now, UTC)

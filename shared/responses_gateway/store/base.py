@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol
 
 from responses_gateway.usage.records import (
     BudgetLimits,
+    RequestPage,
     TenantSpend,
     UsageBucket,
     UsageCounts,
@@ -31,6 +32,7 @@ __all__ = [
     "Checkpoint",
     "CheckpointConflict",
     "Conversation",
+    "ConversationPage",
     "ConversationStore",
     "DeploymentHealth",
     "EventRead",
@@ -39,12 +41,15 @@ __all__ = [
     "LedgerStore",
     "PromptStore",
     "PromptVersionExists",
+    "RequestPage",
     "ResponseStore",
     "Store",
     "StoredPrompt",
     "StoredResponse",
     "Terminal",
     "TenantSpend",
+    "TracePage",
+    "TraceStore",
     "UsageBucket",
     "UsageCounts",
     "UsageEntry",
@@ -97,6 +102,15 @@ class Conversation:
             "created_at": self.created_at,
             "metadata": dict(self.metadata),
         }
+
+
+@dataclass(slots=True)
+class ConversationPage:
+    """One page of a tenant's conversations, newest first."""
+
+    conversations: list[Conversation]
+    next_cursor: str | None = None
+    """Pass as ``before`` to read the next (older) page; None on the last page."""
 
 
 @dataclass(slots=True)
@@ -160,6 +174,14 @@ class ConversationStore(Protocol):
         ...
 
     async def delete_conversation(self, tenant: str, conversation_id: str) -> bool: ...
+
+    async def list_conversations(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> ConversationPage:
+        """One page of ``tenant``'s live conversations, newest first (by ``created_at``, then
+        id; one bounded read). ``before`` is an earlier page's ``next_cursor``; metadata is as
+        last updated; deleted and expired conversations are left out."""
+        ...
 
     async def append_items(
         self,
@@ -323,7 +345,28 @@ class LedgerStore(Protocol):
         """Add ``entry.counts`` to its hour row (tenant, model, API key), its tenant's day total
         and its tenant's month total, and store ``entry`` as the response's request-log entry,
         all atomically. Idempotent per ``(tenant, response_id)``: True when this call counted
-        it, False when it had been counted already (nothing changes then)."""
+        it, False when it had been counted already (nothing changes then).
+
+        The same write adds ``entry`` to the tenant's request log for :meth:`list_requests`,
+        ordered by end time (``entry.extra["ended_ms"]`` when it is an int, else
+        ``entry.ended_at * 1000``) then ``response_id``; the log entry expires with the
+        response retention."""
+        ...
+
+    async def list_requests(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> RequestPage:
+        """One page of ``tenant``'s request log, newest first: at most ``limit`` entries
+        recorded by :meth:`record_usage` (strongly consistent, one bounded read). ``before`` is
+        a ``next_cursor`` of an earlier page (opaque, tenant-specific); None starts from the
+        newest. ``next_cursor`` is None when no older entry exists. Entries of other tenants are
+        never returned; expired ones may be left out."""
+        ...
+
+    async def log_request(self, entry: UsageEntry) -> None:
+        """Add ``entry`` to the tenant's request log (:meth:`list_requests`,
+        :meth:`get_usage_entry`) without counting it anywhere: a request refused before its loop
+        ran (``entry.response_id`` is a fresh request id). One write."""
         ...
 
     async def read_usage(self, start: int, end: int) -> list[UsageBucket]:
@@ -443,6 +486,46 @@ class HealthStore(Protocol):
         ...
 
 
+@dataclass(slots=True)
+class TracePage:
+    """One page of a tenant's traces, most recently received first."""
+
+    traces: list[dict[str, Any]]
+    """Summaries: ``{"id", "workflow_name", "group_id", "received_ms"}``."""
+    next_cursor: str | None = None
+    """Pass as ``before`` to read the next (older) page; None on the last page."""
+
+
+class TraceStore(Protocol):
+    """Agent traces and spans as the agents SDK's exporter sends them (``{"object": "trace"}``
+    and ``{"object": "trace.span"}`` dicts), tenant scoped, kept for the response retention."""
+
+    async def put_traces(
+        self, tenant: str, traces: list[dict[str, Any]], spans: list[dict[str, Any]]
+    ) -> None:
+        """Store exported objects (each trace has an ``id``; each span an ``id`` and a
+        ``trace_id``). Writing an object again replaces it. Spans may come before their trace.
+        A trace enters the tenant's trace list when its trace object is written (written again:
+        listed at the newer time; DynamoDB may keep the older listing too). Spans larger than
+        the backend can hold keep their ids, times and ``span_data.type``/``name``/
+        ``response_id`` and gain ``span_data.truncated: true``."""
+        ...
+
+    async def list_traces(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> TracePage:
+        """One page of the tenant's traces, most recently received first (one bounded read);
+        ``before`` is an earlier page's ``next_cursor``."""
+        ...
+
+    async def get_trace(
+        self, tenant: str, trace_id: str
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """The trace object (None if only spans arrived, or none) and its spans ordered by
+        ``started_at`` then ``id``; ``(None, [])`` when nothing is stored."""
+        ...
+
+
 class Store(
     ResponseStore,
     ConversationStore,
@@ -450,6 +533,7 @@ class Store(
     LedgerStore,
     PromptStore,
     HealthStore,
+    TraceStore,
     Protocol,
 ):
     """Everything the gateway persists."""

@@ -22,7 +22,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from responses_gateway.config import ConfigError
 from responses_gateway.store._background import BackgroundTable
@@ -36,13 +36,16 @@ from responses_gateway.store.base import (
     BudgetLimits,
     Checkpoint,
     Conversation,
+    ConversationPage,
     DeploymentHealth,
     EventRead,
     ItemPage,
+    RequestPage,
     StoredPrompt,
     StoredResponse,
     TenantSpend,
     Terminal,
+    TracePage,
     UsageBucket,
     UsageEntry,
 )
@@ -52,6 +55,9 @@ from responses_gateway.store.table import (
     DEFAULT_READ_TIMEOUT,
     make_client,
 )
+
+if TYPE_CHECKING:
+    from responses_gateway.store._traces import TraceTable
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
@@ -94,6 +100,8 @@ class DynamoStore:
         self._prompts = PromptTable(db)
         self._health = HealthTable(db)
         self._clock = clock
+        self._traces_table: Any = None  # the trace layout loads with the first trace call
+        self._table_args = (db, retention, clock)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> DynamoStore:
@@ -152,6 +160,12 @@ class DynamoStore:
 
     async def delete_conversation(self, tenant: str, conversation_id: str) -> bool:
         return await self._conversations.delete(tenant, conversation_id)
+
+    async def list_conversations(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> ConversationPage:
+        """One descending Query of the tenant's conversation list."""
+        return await self._conversations.page(tenant, before=before, limit=limit)
 
     async def append_items(
         self,
@@ -251,6 +265,16 @@ class DynamoStore:
     async def get_usage_entry(self, tenant: str, response_id: str) -> UsageEntry | None:
         return await self._ledger.get_entry(tenant, response_id)
 
+    async def list_requests(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> RequestPage:
+        """One descending Query of the tenant's log partition (``limit`` items at most)."""
+        return await self._ledger.list_requests(tenant, before=before, limit=limit)
+
+    async def log_request(self, entry: UsageEntry) -> None:
+        """One BatchWriteItem: the entry and its log item (2 write units under 1 KB)."""
+        await self._ledger.log_only(entry)
+
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:
         return await self._ledger.spend(tenant, now)
 
@@ -307,6 +331,36 @@ class DynamoStore:
         return await self._health.count_call(
             deployment_id, minute=minute, requests=requests, tokens=tokens, rpm=rpm, tpm=tpm
         )
+
+    # Agent traces
+
+    @property
+    def _traces(self) -> TraceTable:
+        if self._traces_table is None:
+            from responses_gateway.store._traces import TraceTable
+
+            db, retention, clock = self._table_args
+            self._traces_table = TraceTable(db, retention_seconds=retention, clock=clock)
+        table: TraceTable = self._traces_table
+        return table
+
+    async def put_traces(
+        self, tenant: str, traces: list[dict[str, Any]], spans: list[dict[str, Any]]
+    ) -> None:
+        """BatchWriteItem: two items per trace (record, index), one per span."""
+        await self._traces.put(tenant, traces, spans)
+
+    async def list_traces(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> TracePage:
+        """One descending Query of the tenant's trace index."""
+        return await self._traces.page(tenant, before=before, limit=limit)
+
+    async def get_trace(
+        self, tenant: str, trace_id: str
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        """One Query of the trace's partition (pages followed)."""
+        return await self._traces.get(tenant, trace_id)
 
 
 def region_from_env(env: Mapping[str, str]) -> str:

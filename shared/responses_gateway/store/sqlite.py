@@ -45,6 +45,7 @@ from responses_gateway.store._ledger import (
     MAX_USAGE_DAYS,
     _entry_json,
     _entry_of,
+    _log_sk,
 )
 from responses_gateway.store._responses import _extend_digest, chain_digest
 from responses_gateway.store.base import (
@@ -52,13 +53,16 @@ from responses_gateway.store.base import (
     Checkpoint,
     CheckpointConflict,
     Conversation,
+    ConversationPage,
     DeploymentHealth,
     EventRead,
     ItemPage,
+    RequestPage,
     StoredPrompt,
     StoredResponse,
     TenantSpend,
     Terminal,
+    TracePage,
     UsageBucket,
     UsageCounts,
     UsageEntry,
@@ -78,7 +82,7 @@ T = TypeVar("T")
 MEMORY = ":memory:"
 """The path of a private, in-memory database (tests)."""
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The layout version, kept in the file as ``PRAGMA user_version``."""
 
 MAX_SEQUENCE = 9_999_999_999
@@ -247,6 +251,39 @@ CREATE TABLE budgets (
 """
 """Version 2: keyed conversation appends and the usage ledger (additive: new tables only)."""
 
+_SCHEMA_3 = """
+ALTER TABLE usage_entries ADD COLUMN log_key TEXT;
+CREATE INDEX usage_entries_log ON usage_entries (tenant, log_key);
+
+CREATE INDEX conversations_by_time ON conversations (tenant, created_at, id);
+
+CREATE TABLE traces (
+    tenant TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    listed TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    summary TEXT NOT NULL,
+    PRIMARY KEY (tenant, trace_id)
+);
+CREATE INDEX traces_listed ON traces (tenant, listed);
+CREATE INDEX traces_expiry ON traces (expires_at);
+
+CREATE TABLE trace_spans (
+    tenant TEXT NOT NULL,
+    trace_id TEXT NOT NULL,
+    span_id TEXT NOT NULL,
+    expires_at INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    enc TEXT NOT NULL,
+    PRIMARY KEY (tenant, trace_id, span_id)
+);
+CREATE INDEX trace_spans_expiry ON trace_spans (expires_at);
+"""
+"""Version 3: the request log's order (``usage_entries.log_key``, the DynamoDB log index's
+sort key), conversations by creation time, and agent traces with their spans."""
+
 _TABLES = (
     "responses",
     "response_items",
@@ -260,13 +297,15 @@ _TABLES = (
     "usage_entries",
     "usage_hours",
     "usage_totals",
+    "traces",
+    "trace_spans",
 )
 """Every table but ``budgets``: each has ``expires_at`` (indexed) and is purged of expired rows."""
 
 _BACKGROUND_TABLES = ("checkpoints", "events", "terminals", "journal")
 """Tables keyed by (tenant, response_id): a response's background rows."""
 
-_MIGRATIONS: dict[int, str] = {1: _SCHEMA_2}
+_MIGRATIONS: dict[int, str] = {1: _SCHEMA_2, 2: _SCHEMA_3}
 """SQL that upgrades a file from schema version N to N + 1."""
 
 
@@ -399,7 +438,7 @@ class SqliteStore:
             try:
                 found = int(conn.execute("PRAGMA user_version").fetchone()[0])
                 if found == 0:
-                    for statement in (_SCHEMA + _SCHEMA_2).split(";"):
+                    for statement in (_SCHEMA + _SCHEMA_2 + _SCHEMA_3).split(";"):
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -730,6 +769,40 @@ class SqliteStore:
     ) -> bool:
         expires = _delete_conversation_rows(conn, tenant, conversation_id)
         return expires is not None and expires > self._now()
+
+    async def list_conversations(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> ConversationPage:
+        """One indexed range read by (created_at, id), newest first."""
+        return await self._read(
+            "list_conversations", self._list_conversations, tenant, before, limit
+        )
+
+    def _list_conversations(
+        self, conn: sqlite3.Connection, tenant: str, before: str | None, limit: int
+    ) -> ConversationPage:
+        limit = max(1, limit)
+        created, _, after_id = (before or "").partition("#")
+        bound = (int(created), after_id) if created.isdigit() else (2**62, "")
+        rows = conn.execute(
+            "SELECT id, created_at, expires_at, metadata FROM conversations "
+            "INDEXED BY conversations_by_time WHERE tenant = ? AND (created_at, id) < (?, ?) "
+            "AND expires_at > ? ORDER BY created_at DESC, id DESC LIMIT ?",
+            (tenant, *bound, self._now(), limit + 1),
+        ).fetchall()
+        more = len(rows) > limit
+        found = [
+            Conversation(
+                tenant=tenant,
+                id=row[0],
+                created_at=int(row[1]),
+                metadata=json.loads(row[3]),
+                expires_at=int(row[2]),
+            )
+            for row in rows[:limit]
+        ]
+        cursor = f"{found[-1].created_at:010d}#{found[-1].id}" if more else None
+        return ConversationPage(conversations=found, next_cursor=cursor)
 
     async def append_items(
         self,
@@ -1146,9 +1219,9 @@ class SqliteStore:
             (entry.tenant, entry.response_id, now),
         )
         cursor = conn.execute(
-            "INSERT OR IGNORE INTO usage_entries (tenant, response_id, expires_at, body, enc) "
-            "VALUES (?,?,?,?,?)",
-            (entry.tenant, entry.response_id, now + self._retention, body, enc),
+            "INSERT OR IGNORE INTO usage_entries "
+            "(tenant, response_id, expires_at, body, enc, log_key) VALUES (?,?,?,?,?,?)",
+            (entry.tenant, entry.response_id, now + self._retention, body, enc, _log_sk(entry)),
         )
         if cursor.rowcount == 0:
             return False
@@ -1236,6 +1309,38 @@ class SqliteStore:
             (tenant, response_id, self._now()),
         ).fetchone()
         return None if row is None else _entry_of(_value(row[0], row[1]))
+
+    async def log_request(self, entry: UsageEntry) -> None:
+        body, enc = _blob(_entry_json(entry))
+        await self._write(
+            "log_request",
+            lambda conn: conn.execute(
+                "INSERT OR REPLACE INTO usage_entries "
+                "(tenant, response_id, expires_at, body, enc, log_key) VALUES (?,?,?,?,?,?)",
+                (entry.tenant, entry.response_id, self._expires(), body, enc, _log_sk(entry)),
+            ),
+        )
+
+    async def list_requests(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> RequestPage:
+        """One indexed range read of the tenant's entries by ``log_key``, newest first."""
+        return await self._read("list_requests", self._list_requests, tenant, before, limit)
+
+    def _list_requests(
+        self, conn: sqlite3.Connection, tenant: str, before: str | None, limit: int
+    ) -> RequestPage:
+        limit = max(1, limit)
+        rows = conn.execute(
+            "SELECT log_key, body, enc FROM usage_entries INDEXED BY usage_entries_log "
+            "WHERE tenant = ? AND log_key IS NOT NULL AND log_key < ? AND expires_at > ? "
+            "ORDER BY log_key DESC LIMIT ?",
+            (tenant, before if before is not None else "~", self._now(), limit + 1),
+        ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        entries = [_entry_of(_value(body, enc)) for _, body, enc in rows]
+        return RequestPage(entries=entries, next_cursor=rows[-1][0] if more else None)
 
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:
         return await self._read("get_spend", self._spend, tenant, now)
@@ -1363,6 +1468,98 @@ class SqliteStore:
             for name, text in json.loads(row[0]).items()
         }
         return BudgetLimits(**values)
+
+    # Agent traces
+
+    async def put_traces(
+        self, tenant: str, traces: list[dict[str, Any]], spans: list[dict[str, Any]]
+    ) -> None:
+        """One transaction: each trace replaces its row (listed again as received now), each
+        span its row."""
+        await self._write("put_traces", self._put_traces, tenant, traces, spans)
+
+    def _put_traces(
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        traces: list[dict[str, Any]],
+        spans: list[dict[str, Any]],
+    ) -> None:
+        from responses_gateway.store._traces import summary_of, trace_text
+
+        expires = self._expires()
+        received = int(self._clock() * 1000)
+        for trace in traces:
+            trace_id = str(trace["id"])
+            body, enc = _blob(trace)
+            conn.execute(
+                "INSERT OR REPLACE INTO traces "
+                "(tenant, trace_id, listed, expires_at, body, enc, summary) VALUES (?,?,?,?,?,?,?)",
+                (
+                    tenant,
+                    trace_id,
+                    f"{received:013d}#{trace_id}",
+                    expires,
+                    body,
+                    enc,
+                    json.dumps(summary_of(trace, received)),
+                ),
+            )
+        for span in spans:
+            body, enc = _blob(json.loads(trace_text(span)))
+            conn.execute(
+                "INSERT OR REPLACE INTO trace_spans "
+                "(tenant, trace_id, span_id, expires_at, body, enc) VALUES (?,?,?,?,?,?)",
+                (tenant, str(span["trace_id"]), str(span["id"]), expires, body, enc),
+            )
+
+    async def list_traces(
+        self, tenant: str, *, before: str | None = None, limit: int = 50
+    ) -> TracePage:
+        """One indexed range read of the tenant's traces, most recently received first."""
+        return await self._read("list_traces", self._list_traces, tenant, before, limit)
+
+    def _list_traces(
+        self, conn: sqlite3.Connection, tenant: str, before: str | None, limit: int
+    ) -> TracePage:
+        limit = max(1, limit)
+        rows = conn.execute(
+            "SELECT listed, summary FROM traces WHERE tenant = ? AND listed < ? "
+            "AND expires_at > ? ORDER BY listed DESC LIMIT ?",
+            (tenant, before if before is not None else "~", self._now(), limit + 1),
+        ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return TracePage(
+            traces=[json.loads(summary) for _, summary in rows],
+            next_cursor=rows[-1][0] if more else None,
+        )
+
+    async def get_trace(
+        self, tenant: str, trace_id: str
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        return await self._read("get_trace", self._get_trace, tenant, trace_id)
+
+    def _get_trace(
+        self, conn: sqlite3.Connection, tenant: str, trace_id: str
+    ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+        from responses_gateway.store._traces import span_order
+
+        now = self._now()
+        row = conn.execute(
+            "SELECT body, enc FROM traces WHERE tenant = ? AND trace_id = ? AND expires_at > ?",
+            (tenant, trace_id, now),
+        ).fetchone()
+        spans: list[dict[str, Any]] = [
+            _value(body, enc)
+            for body, enc in conn.execute(
+                "SELECT body, enc FROM trace_spans "
+                "WHERE tenant = ? AND trace_id = ? AND expires_at > ?",
+                (tenant, trace_id, now),
+            )
+        ]
+        spans.sort(key=span_order)
+        return (None if row is None else _value(row[0], row[1])), spans
 
 
 # Helpers (run on the store's threads)

@@ -9,16 +9,72 @@ decides nothing about when to write (the service's persister does, at every endi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from responses_gateway.usage.budget import state_counts
 from responses_gateway.usage.pricing import PriceTable
-from responses_gateway.usage.records import UsageEntry
+from responses_gateway.usage.records import UsageCounts, UsageEntry
 
 if TYPE_CHECKING:
     from responses_gateway.loop.state import LoopState
 
-__all__ = ["usage_entry"]
+__all__ = [
+    "CLIENT_ID_HEADERS",
+    "CLIENT_TOOL_CALLS",
+    "REFUSED",
+    "client_ids",
+    "refused_entry",
+    "usage_entry",
+]
+
+REFUSED = "refused"
+"""The request-log status of a create refused before its loop ran (no response exists)."""
+_TIMES = ("started_ms", "first_token_ms")
+"""Instants the service notes in a run's log; the entry keeps durations instead."""
+
+CLIENT_ID_HEADERS = (
+    ("session_id", ("session-id", "session_id")),
+    ("thread_id", ("thread-id", "thread_id")),
+    ("turn_id", ("turn-id", "turn_id")),
+    ("client_request_id", ("x-client-request-id",)),
+    ("trace_id", ("x-trace-id", "openai-trace-id")),
+    ("originator", ("originator",)),
+)
+"""Request-log client id fields, and the request headers (first found wins) that carry them."""
+_MAX_ID = 200
+
+CLIENT_TOOL_CALLS = frozenset(
+    {
+        "function_call",
+        "custom_tool_call",
+        "computer_call",
+        "local_shell_call",
+        "shell_call",
+        "apply_patch_call",
+        "tool_search_call",
+    }
+)
+"""Output item types that are tool calls the client runs (counted as ``client_tool_calls``)."""
+
+
+def client_ids(metadata: Any, headers: Any) -> dict[str, str]:
+    """The client's ids (Codex ``session_id``/``thread_id``/``turn_id``, a request id, a trace
+    id) from the request's ``client_metadata``/``metadata`` (string values) and headers
+    (``headers.get``); the body wins over headers, long values are cut to 200 characters."""
+    found: dict[str, str] = {}
+    for name, header_names in CLIENT_ID_HEADERS:
+        for header in header_names:
+            value = headers.get(header)
+            if value:
+                found[name] = str(value)[:_MAX_ID]
+                break
+    for source in metadata:
+        if isinstance(source, dict):
+            for name, _ in CLIENT_ID_HEADERS:
+                value = source.get(name)
+                if isinstance(value, str) and value:
+                    found[name] = value[:_MAX_ID]
+    return found
 
 
 def usage_entry(
@@ -29,9 +85,33 @@ def usage_entry(
     prices: PriceTable,
     ended_at: int,
     background: bool = False,
+    log: dict[str, Any] | None = None,
+    ended_ms: int | None = None,
 ) -> UsageEntry:
-    """The ledger entry of the response ``state`` ended as (any status)."""
-    extra: dict[str, str] = {}
+    """The ledger entry of the response ``state`` ended as (any status).
+
+    ``log`` is the request-log part the service gathered when the request arrived (provider,
+    wire, whether it is stored, the client's ids, ``started_ms``) and while it ran
+    (``first_token_ms``); with ``ended_ms`` it adds ``duration_ms``, and ``ttft_ms`` (time to
+    the first output) when the loop produced any. Never bodies, headers or keys.
+    """
+    extra: dict[str, Any] = {}
+    for name, value in (log or {}).items():
+        if name == "deployment" and isinstance(value, list):
+            value = ",".join(value)  # the loop's own list: each model call's deployment, in order
+        if name not in _TIMES and value not in (None, "", {}):
+            extra[name] = value
+    started = (log or {}).get("started_ms")
+    first = (log or {}).get("first_token_ms")
+    if isinstance(started, int) and isinstance(first, int):
+        extra["ttft_ms"] = max(0, first - started)
+    if ended_ms is not None:
+        extra["ended_ms"] = ended_ms
+        if isinstance(started, int):
+            extra["duration_ms"] = max(0, ended_ms - started)
+    extra["client_tool_calls"] = sum(
+        1 for item in state.output if item.get("type") in CLIENT_TOOL_CALLS
+    )
     if state.incomplete_reason:
         extra["incomplete_reason"] = state.incomplete_reason
     if state.error and isinstance(state.error.get("code"), str):
@@ -45,5 +125,47 @@ def usage_entry(
         counts=state_counts(state, prices),
         api_key_id=api_key_id,
         background=background,
+        extra=extra,
+    )
+
+
+def refused_entry(
+    *,
+    tenant: str,
+    request_id: str,
+    api_key_id: str,
+    model: str,
+    status_code: int,
+    error: dict[str, Any],
+    started_ms: int,
+    ended_ms: int,
+    log: dict[str, Any] | None = None,
+) -> UsageEntry:
+    """The request-log entry of a create refused before its loop ran (authentication, a 400,
+    a budget): ``status`` :data:`REFUSED`, zero counts, the HTTP status and the error's type and
+    code (never its message: it may quote the request); ``log`` adds the client's ids."""
+    extra: dict[str, Any] = {
+        name: value for name, value in (log or {}).items() if value not in (None, "", {})
+    }
+    extra.update(
+        {
+            "http_status": status_code,
+            "error_type": str(error.get("type") or ""),
+            "ended_ms": ended_ms,
+            "duration_ms": max(0, ended_ms - started_ms),
+        }
+    )
+    if isinstance(error.get("code"), str):
+        extra["error_code"] = error["code"]
+    if isinstance(error.get("param"), str):
+        extra["error_param"] = error["param"]
+    return UsageEntry(
+        tenant=tenant,
+        response_id=request_id,
+        model=model,
+        ended_at=ended_ms // 1000,
+        status=REFUSED,
+        counts=UsageCounts(),
+        api_key_id=api_key_id,
         extra=extra,
     )

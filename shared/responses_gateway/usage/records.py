@@ -11,7 +11,14 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["BudgetLimits", "TenantSpend", "UsageBucket", "UsageCounts", "UsageEntry"]
+__all__ = [
+    "BudgetLimits",
+    "RequestPage",
+    "TenantSpend",
+    "UsageBucket",
+    "UsageCounts",
+    "UsageEntry",
+]
 
 
 @dataclass(slots=True)
@@ -116,3 +123,12 @@ class TenantSpend:
     month_cost_usd: Decimal = field(default_factory=Decimal)
     limits: BudgetLimits | None = None
     """The tenant's own limits (:meth:`LedgerStore.put_budget`), read in the same round trip."""
+
+
+@dataclass(slots=True)
+class RequestPage:
+    """One page of a tenant's request log, newest first."""
+
+    entries: list[UsageEntry]
+    next_cursor: str | None = None
+    """Pass as ``before`` to read the next (older) page; None on the last page."""

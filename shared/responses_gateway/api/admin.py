@@ -1,0 +1,171 @@
+"""Routes of ``/v1/console/keys`` and ``/v1/console/budgets``: the console's Keys page.
+
+Owns who may administer keys and budgets (operator keys, see
+:func:`~responses_gateway.api.usage.require_operator`; a tenant's own key may read its own
+budget and spend), the JSON shapes of keys and budgets, and where keys are administered: the
+local key file (``GATEWAY_API_KEYS_FILE``, :class:`~responses_gateway.keys.LocalKeyFile`, which
+the gateway re-reads on the next request) or ``app.state.key_admin`` when the app was given one.
+Keys listed in ``GATEWAY_API_KEYS`` are configuration and are not administered here; a deployed
+stack's keys are administered with ``responses-gateway keys --stack``. A key's value is in the
+create answer only, never in a listing or a log line. Budgets are read and written through
+:class:`~responses_gateway.store.base.LedgerStore`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from responses_gateway.api.console import scoped_tenant
+from responses_gateway.api.deps import gateway_of
+from responses_gateway.api.limits import read_json
+from responses_gateway.api.usage import require_operator
+from responses_gateway.errors import InvalidRequestError, NotFoundError
+from responses_gateway.keys import KeyInfo, KeysError, LocalKeyFile
+from responses_gateway.tenancy import KEYS_FILE_ENV
+from responses_gateway.usage.budget import BudgetError, parse_limits
+from responses_gateway.usage.records import BudgetLimits
+
+__all__ = ["key_admin_of", "router"]
+
+router = APIRouter(prefix="/v1/console")
+
+_LIMIT_NAMES = ("daily_tokens", "monthly_tokens", "daily_cost_usd", "monthly_cost_usd")
+
+
+def key_admin_of(request: Request) -> Any:
+    """Where this app administers keys: ``app.state.key_admin``, else the key file the
+    tenancy environment names (``app.state.tenancy_env`` or the process's).
+
+    Raises:
+        InvalidRequestError: keys come from ``GATEWAY_API_KEYS`` or from API Gateway (400
+            ``keys_not_administered``).
+    """
+    admin = getattr(request.app.state, "key_admin", None)
+    if admin is not None:
+        return admin
+    env: Mapping[str, str] = getattr(request.app.state, "tenancy_env", None) or os.environ
+    path = env.get(KEYS_FILE_ENV, "").strip()
+    if path:
+        return LocalKeyFile(path)
+    raise InvalidRequestError(
+        "This gateway does not administer API keys: set GATEWAY_API_KEYS_FILE to a key file "
+        "(locally), or use `responses-gateway keys --stack <stack>` for a deployed stack.",
+        code="keys_not_administered",
+    )
+
+
+def _key_json(info: KeyInfo) -> dict[str, Any]:
+    return {
+        "object": "gateway.api_key",
+        "id": info.key_id,
+        "tenant": info.tenant,
+        "enabled": info.enabled,
+        "name": info.name,
+    }
+
+
+def _tenant_param(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidRequestError(
+            "Missing required parameter: 'tenant'.",
+            param="tenant",
+            code="missing_required_parameter",
+        )
+    return value
+
+
+@router.get("/keys")
+async def list_keys(request: Request) -> dict[str, Any]:
+    require_operator(request)
+    admin = key_admin_of(request)
+    tenant = request.query_params.get("tenant") or None
+    found = await asyncio.to_thread(admin.list, tenant)
+    return {"object": "list", "data": [_key_json(info) for info in found]}
+
+
+@router.post("/keys")
+async def create_key(request: Request) -> JSONResponse:
+    """A new key for ``{"tenant": ...}``; its ``value`` is in this answer only."""
+    require_operator(request)
+    admin = key_admin_of(request)
+    body, _ = await read_json(request)
+    tenant = _tenant_param(body.get("tenant") if isinstance(body, dict) else None)
+    try:
+        created = await asyncio.to_thread(admin.create, tenant)
+    except KeysError as exc:
+        raise InvalidRequestError(str(exc), param="tenant", code="invalid_value") from None
+    return JSONResponse(
+        {**_key_json(created.info), "value": created.value},
+        status_code=201,
+        headers={"cache-control": "no-store"},
+    )
+
+
+@router.delete("/keys/{key_id}")
+async def revoke_key(request: Request, key_id: str) -> dict[str, Any]:
+    require_operator(request)
+    admin = key_admin_of(request)
+    tenant = _tenant_param(request.query_params.get("tenant"))
+    try:
+        removed = await asyncio.to_thread(admin.revoke, tenant, key_id)
+    except KeysError:
+        raise NotFoundError(f"No key '{key_id}' of tenant '{tenant}'.", param="key_id") from None
+    return {"object": "gateway.api_key.deleted", "id": key_id, "deleted": bool(removed)}
+
+
+def _limits_json(limits: BudgetLimits | None) -> dict[str, Any] | None:
+    if limits is None:
+        return None
+    out: dict[str, Any] = {}
+    for name in _LIMIT_NAMES:
+        value = getattr(limits, name)
+        out[name] = format(value, "f") if isinstance(value, Decimal) else value
+    return out
+
+
+async def _budget_view(request: Request, tenant: str) -> dict[str, Any]:
+    gateway = gateway_of(request)
+    spend = await gateway.store.get_spend(tenant, int(time.time()))
+    policy = gateway.config.budgets
+    return {
+        "object": "gateway.budget",
+        "tenant": tenant,
+        "enforced": policy is not None,
+        "own": _limits_json(spend.limits),
+        "effective": _limits_json(policy.limits_for(tenant, spend.limits)) if policy else None,
+        "spend": {
+            "day_tokens": spend.day_tokens,
+            "day_cost_usd": format(spend.day_cost_usd, "f"),
+            "month_tokens": spend.month_tokens,
+            "month_cost_usd": format(spend.month_cost_usd, "f"),
+        },
+    }
+
+
+@router.get("/budgets")
+async def get_budget(request: Request) -> dict[str, Any]:
+    """The tenant's own limits, the limits in effect and its UTC day and month spend."""
+    return await _budget_view(request, scoped_tenant(request))
+
+
+@router.put("/budgets")
+async def put_budget(request: Request) -> dict[str, Any]:
+    """Replace the tenant's own limits (``null`` or absent: no limit of that kind; all absent
+    removes them, so the configuration's limits apply)."""
+    require_operator(request)
+    tenant = _tenant_param(request.query_params.get("tenant"))
+    body, _ = await read_json(request)
+    try:
+        limits = parse_limits(body, "budget")
+    except BudgetError as exc:
+        raise InvalidRequestError(str(exc), param="budget", code="invalid_value") from None
+    await gateway_of(request).store.put_budget(tenant, limits)
+    return await _budget_view(request, tenant)
