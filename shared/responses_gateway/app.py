@@ -164,7 +164,7 @@ def create_app(
         error.error_type = "invalid_request_error" if exc.status_code < 500 else "server_error"
         return error_response(error)
 
-    @app.get("/health")
+    @app.get("/health", response_model=None)  # no response field: see UntypedRoute
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from fastapi import Request
+from fastapi.routing import APIRoute
 from starlette.requests import HTTPConnection
 
 from responses_gateway.errors import InvalidRequestError
@@ -28,6 +29,7 @@ __all__ = [
     "NO_LIMITS",
     "Page",
     "Timing",
+    "UntypedRoute",
     "gateway_of",
     "identity_of",
     "invocation_deadline",
@@ -38,6 +40,23 @@ __all__ = [
 ]
 
 LAMBDA_CONTEXT_HEADER = "x-amzn-lambda-context"
+
+
+class UntypedRoute(APIRoute):
+    """A route whose return annotation is not a response model.
+
+    The gateway's handlers return finished JSON values (or a ``Response``); FastAPI would
+    otherwise build a pydantic field per route from the annotation at import (pulling in
+    ``pydantic.v1`` for its compatibility check, a cold-start cost) and validate and
+    re-serialise every answer through it (a per-request cost). Without one, the answer goes
+    through ``jsonable_encoder``: the same JSON for these plain values.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        kwargs["response_model"] = None
+        super().__init__(path, endpoint, **kwargs)
+
+
 """The invocation context the Lambda Web Adapter passes to the app (JSON, with ``deadline`` in
 milliseconds since the epoch)."""
 
