@@ -15,6 +15,12 @@ import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+# First, before anything imports FastAPI: import it with its OpenAPI models' builds deferred
+# (a cold-start saving; see the module).
+import responses_gateway.coldstart  # noqa: F401
+
+# isort: split
+
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
