@@ -68,7 +68,7 @@ FUNCTION_LAYERS = {
     "SocketFunction": LAYERS,
 }
 TARGET_READY_MS = 400.0
-TARGET_ARTIFACT_MB = 40.0
+TARGET_ARTIFACT_MB = 30.0
 
 _BUFFERED_PROBE = """
 import importlib.util, json, sys, time, uuid

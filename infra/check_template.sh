@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 export SAM_CLI_TELEMETRY=0
 
 SAM_CLI_VERSION="${SAM_CLI_VERSION:-1.170.0}"
-MAX_ARTIFACT_MB="${MAX_ARTIFACT_MB:-40}"
+MAX_ARTIFACT_MB="${MAX_ARTIFACT_MB:-30}"
 
 python infra/check_template.py
 

@@ -16,6 +16,12 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+# First, before anything imports FastAPI: import it with its OpenAPI models' builds deferred
+# (a cold-start saving; see the module).
+import responses_gateway.coldstart  # noqa: F401
+
+# isort: split
+
 import httpx
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -231,7 +237,7 @@ def create_app(
         error.error_type = "invalid_request_error" if exc.status_code < 500 else "server_error"
         return error_response(error)
 
-    @app.get("/health")
+    @app.get("/health", response_model=None)  # no response field: see UntypedRoute
     async def health() -> dict[str, str]:
         return {"status": "ok"}
 

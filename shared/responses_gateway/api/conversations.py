@@ -11,7 +11,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of
+from responses_gateway.api.deps import (
+    UntypedRoute,
+    gateway_of,
+    list_object,
+    page_params,
+    tenant_of,
+)
 from responses_gateway.api.limits import read_json
 from responses_gateway.api.responses import read_include
 from responses_gateway.errors import InvalidRequestError, NotFoundError
@@ -24,7 +30,7 @@ from responses_gateway.store.base import Conversation
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/conversations")
+router = APIRouter(prefix="/v1/conversations", route_class=UntypedRoute)
 
 _MAX_ITEMS = 20
 

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import (
+    UntypedRoute,
     gateway_of,
     identity_of,
     list_object,
@@ -33,7 +34,7 @@ from responses_gateway.tool_kinds import shown
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/responses")
+router = APIRouter(prefix="/v1/responses", route_class=UntypedRoute)
 
 
 def _not_found(response_id: str) -> NotFoundError:

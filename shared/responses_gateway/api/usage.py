@@ -13,13 +13,13 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from responses_gateway.api.deps import gateway_of, identity_of
+from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.errors import PermissionDeniedError
 from responses_gateway.usage.report import build_page, parse_query
 
 __all__ = ["require_operator", "router"]
 
-router = APIRouter(prefix="/v1/organization/usage")
+router = APIRouter(prefix="/v1/organization/usage", route_class=UntypedRoute)
 
 
 def require_operator(request: Request) -> str:

@@ -121,9 +121,14 @@ class _Lenient(BaseModel):
 
 
 class _Exact(BaseModel):
-    """Gateway-produced data: exactly the contract's keys, scalars strict."""
+    """Gateway-produced data: exactly the contract's keys, scalars strict.
 
-    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    These models are oracles (tests and the stream checker validate the gateway's output with
+    them); no request path validates with them, so their schemas are built on first use
+    (``defer_build``), not at import: a cold start does not pay for them.
+    """
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
 def tagged_union_by_type(

@@ -7,20 +7,66 @@ Callers depend on :class:`Store` (``store.base``). Deployed functions build a
 when a client is built, moto only by ``store.local``, sqlite3 only by ``store.sqlite``.
 """
 
-from responses_gateway.store._calls import StoreError
-from responses_gateway.store.base import (
-    RECORD_VERSION,
-    Conversation,
-    ConversationStore,
-    ItemPage,
-    ResponseStore,
-    Store,
-    StoredResponse,
-)
-from responses_gateway.store.dynamo import DEFAULT_RETENTION_DAYS, DynamoStore
-from responses_gateway.store.meter import OperationUnits, UnitMeter
-from responses_gateway.store.select import OpenedStore, default_db_path, open_store
-from responses_gateway.store.table import TABLE_DEFINITION, create_table, enable_ttl, make_client
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from responses_gateway.store._calls import StoreError
+    from responses_gateway.store.base import (
+        RECORD_VERSION,
+        Conversation,
+        ConversationStore,
+        ItemPage,
+        ResponseStore,
+        Store,
+        StoredResponse,
+    )
+    from responses_gateway.store.dynamo import DEFAULT_RETENTION_DAYS, DynamoStore
+    from responses_gateway.store.meter import OperationUnits, UnitMeter
+    from responses_gateway.store.select import OpenedStore, default_db_path, open_store
+    from responses_gateway.store.table import (
+        TABLE_DEFINITION,
+        create_table,
+        enable_ttl,
+        make_client,
+    )
+
+# Where each public name lives. The names resolve on first access (PEP 562), so importing
+# ``responses_gateway.store.base`` (as the request path does) does not also import the DynamoDB
+# store, its mixins, the table helpers and ``store.select`` at cold start.
+_HOMES = {
+    "StoreError": "_calls",
+    "RECORD_VERSION": "base",
+    "Conversation": "base",
+    "ConversationStore": "base",
+    "ItemPage": "base",
+    "ResponseStore": "base",
+    "Store": "base",
+    "StoredResponse": "base",
+    "DEFAULT_RETENTION_DAYS": "dynamo",
+    "DynamoStore": "dynamo",
+    "OperationUnits": "meter",
+    "UnitMeter": "meter",
+    "OpenedStore": "select",
+    "default_db_path": "select",
+    "open_store": "select",
+    "TABLE_DEFINITION": "table",
+    "create_table": "table",
+    "enable_ttl": "table",
+    "make_client": "table",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
