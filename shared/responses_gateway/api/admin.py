@@ -24,7 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from responses_gateway.api.console import scoped_tenant
-from responses_gateway.api.deps import gateway_of
+from responses_gateway.api.deps import UntypedRoute, gateway_of
 from responses_gateway.api.limits import read_json
 from responses_gateway.api.usage import require_operator
 from responses_gateway.errors import InvalidRequestError, NotFoundError
@@ -35,7 +35,7 @@ from responses_gateway.usage.records import BudgetLimits
 
 __all__ = ["key_admin_of", "router"]
 
-router = APIRouter(prefix="/v1/console")
+router = APIRouter(prefix="/v1/console", route_class=UntypedRoute)
 
 _LIMIT_NAMES = ("daily_tokens", "monthly_tokens", "daily_cost_usd", "monthly_cost_usd")
 

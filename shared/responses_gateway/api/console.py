@@ -16,13 +16,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from responses_gateway.api.deps import gateway_of, identity_of
+from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
 from responses_gateway.usage.records import UsageEntry
 
 __all__ = ["FILTERS", "files", "record_json", "router", "scoped_tenant"]
 
-router = APIRouter(prefix="/v1/console")
+router = APIRouter(prefix="/v1/console", route_class=UntypedRoute)
 files = APIRouter(prefix="/console")
 """The console's static files: no key needed (they hold no data)."""
 

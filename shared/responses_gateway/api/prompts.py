@@ -16,7 +16,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 
-from responses_gateway.api.deps import gateway_of
+from responses_gateway.api.deps import UntypedRoute, gateway_of
 from responses_gateway.api.limits import read_json
 from responses_gateway.api.usage import require_operator
 from responses_gateway.errors import InvalidRequestError, NotFoundError
@@ -30,7 +30,7 @@ from responses_gateway.store.base import PromptVersionExists
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/v1/organization/prompts")
+router = APIRouter(prefix="/v1/organization/prompts", route_class=UntypedRoute)
 
 _BODY_KEYS = ("instructions", "input")
 

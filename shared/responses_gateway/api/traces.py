@@ -13,13 +13,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from responses_gateway.api.deps import gateway_of, tenant_of
+from responses_gateway.api.deps import UntypedRoute, gateway_of, tenant_of
 from responses_gateway.api.limits import read_json
 from responses_gateway.errors import InvalidRequestError
 
 __all__ = ["MAX_BATCH", "router", "split_batch"]
 
-router = APIRouter(prefix="/v1/traces")
+router = APIRouter(prefix="/v1/traces", route_class=UntypedRoute)
 
 MAX_BATCH = 1000
 """Most objects in one ingest batch (the SDK's exporter sends at most 128)."""
