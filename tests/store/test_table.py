@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from typing import Any
 
 import pytest
 
@@ -103,3 +104,40 @@ def test_start_local_dynamodb_serves_table_and_reports_start_time(
     assert local_dynamo.started_in > 0
     table = local_dynamo.client.describe_table(TableName=local_dynamo.table_name)["Table"]
     assert table["TableStatus"] == "ACTIVE"
+
+
+def test_a_cancelled_transaction_leaves_every_item_as_it_was(local_dynamo: LocalDynamo) -> None:
+    """moto's rollback is kept per item (store/local.py): a cancelled transaction neither adds
+    the new item nor keeps the update of an existing one, and a later one commits."""
+    name = fresh_name()
+    create_table(local_dynamo.client, name)
+    client = local_dynamo.client
+
+    def key(pk: str) -> dict[str, Any]:
+        return {"PK": {"S": pk}, "SK": {"S": "R"}}
+
+    client.put_item(TableName=name, Item={**key("old"), "n": {"N": "1"}})
+    update = {
+        "Update": {
+            "TableName": name,
+            "Key": key("old"),
+            "UpdateExpression": "SET n = :two",
+            "ExpressionAttributeValues": {":two": {"N": "2"}},
+        }
+    }
+    put = {"Put": {"TableName": name, "Item": {**key("new"), "n": {"N": "9"}}}}
+    refused = {
+        "ConditionCheck": {
+            "TableName": name,
+            "Key": key("missing"),
+            "ConditionExpression": "attribute_exists(PK)",
+        }
+    }
+    with pytest.raises(client.exceptions.TransactionCanceledException):
+        client.transact_write_items(TransactItems=[update, put, refused])
+
+    items = {i["PK"]["S"]: i["n"]["N"] for i in client.scan(TableName=name)["Items"]}
+    assert items == {"old": "1"}
+    client.transact_write_items(TransactItems=[update, put])
+    items = {i["PK"]["S"]: i["n"]["N"] for i in client.scan(TableName=name)["Items"]}
+    assert items == {"old": "2", "new": "9"}

@@ -13,6 +13,12 @@ The endpoint answers one request at a time: moto's transactions deep-copy the ta
 safe against a concurrent write in another server thread (a copy fails with "dictionary changed
 size during iteration"). Serialized, every request is atomic, as DynamoDB's items are; clients
 still send concurrently.
+
+moto keeps a transaction's rollback copy by deep-copying the whole table once per item of the
+transaction: the cost of every write grows with everything stored before it (a ten-item ledger
+transaction on a table of a few thousand responses copies it ten times, and a test session's
+memory balloons). :func:`_rollback_by_item` replaces that copy with one of the items the
+transaction names, restored when moto cancels it: the same all-or-nothing outcome.
 """
 
 from __future__ import annotations
@@ -68,6 +74,68 @@ def _serialized(app: Callable[..., Iterable[bytes]]) -> Callable[..., list[bytes
     return serve
 
 
+class _TableCopies(threading.local):
+    skip = False
+
+
+def _rollback_by_item() -> None:
+    """Make moto's ``transact_write_items`` keep a copy of the items it names instead of the
+    tables (see the module docstring). Idempotent; applies to this process's moto."""
+    import copy
+    import types
+
+    from moto.dynamodb import models
+    from moto.dynamodb.models.table import Table
+
+    if getattr(models.DynamoDBBackend.transact_write_items, "_by_item", False):
+        return
+    state = _TableCopies()
+    real_deepcopy = copy.deepcopy
+
+    def deepcopy(value: Any, memo: Any = None) -> Any:
+        if state.skip and isinstance(value, Table):
+            return value  # rolled back item by item by the wrapper below
+        return real_deepcopy(value, memo)
+
+    models.copy = types.SimpleNamespace(deepcopy=deepcopy)  # type: ignore[attr-defined,assignment]
+    original = models.DynamoDBBackend.transact_write_items
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        saved: list[tuple[str, dict[str, Any], Any]] = []
+        for entry in transact_items:
+            _, op = next(iter(entry.items()))
+            name = op.get("TableName")
+            table = self.tables.get(name)
+            if table is None:
+                continue
+            key = op.get("Key")
+            if key is None:
+                item = op.get("Item") or {}
+                attrs = [a for a in (table.hash_key_attr, table.range_key_attr) if a]
+                key = {a: item[a] for a in attrs if a in item}
+            try:
+                current = self.get_item(name, key)
+            except Exception:  # an invalid key: moto refuses the transaction before writing
+                continue
+            saved.append((name, key, real_deepcopy(current) if current is not None else None))
+        state.skip = True
+        try:
+            original(self, transact_items)
+        except Exception:
+            state.skip = False
+            for name, key, item in reversed(saved):
+                if item is None:
+                    self.delete_item(name, key)
+                else:
+                    self.put_item(name, item.to_json()["Attributes"])
+            raise
+        finally:
+            state.skip = False
+
+    transact_write_items._by_item = True  # type: ignore[attr-defined]
+    models.DynamoDBBackend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
 def _server_class() -> Any:
     from moto.moto_server.threaded_moto_server import ThreadedMotoServer
     from moto.moto_server.werkzeug_app import (
@@ -95,6 +163,7 @@ def start_local_dynamodb(
     """Start moto's DynamoDB on ``127.0.0.1`` (a free port) and create the table on it."""
     started = time.perf_counter()
     server_class = _server_class()
+    _rollback_by_item()
     # moto serves through werkzeug, which logs every request at INFO to stderr unless its logger
     # was configured; keep that quiet (an explicitly set level is left alone).
     werkzeug_log = logging.getLogger("werkzeug")
