@@ -207,3 +207,20 @@ def test_chat_provider_options_default_off_and_parse() -> None:
 def test_chat_provider_options_must_be_booleans(key: str) -> None:
     with pytest.raises(ConfigError, match=f"{key} must be true or false"):
         parse_config({"providers": [{"name": "p", "base_url": "http://a/v1", key: "yes"}]})
+
+
+def test_request_log_content_is_off_unless_tenants_are_named() -> None:
+    providers = [{"name": "p", "base_url": "http://127.0.0.1:1/v1", "api": "chat"}]
+    assert parse_config({"providers": providers}, env={}).log_content == frozenset()
+    config = parse_config(
+        {"providers": providers, "request_log": {"content_tenants": ["a"]}},
+        env={"GATEWAY_LOG_CONTENT_TENANTS": " b, ,c"},
+    )
+    assert config.log_content == frozenset({"a", "b", "c"})
+    for bad, message in (
+        ({"request_log": ["a"]}, "request_log must be a table"),
+        ({"request_log": {"tenants": ["a"]}}, "request_log: unknown key 'tenants'"),
+        ({"request_log": {"content_tenants": "a"}}, "content_tenants must be a list"),
+    ):
+        with pytest.raises(ConfigError, match=message):
+            parse_config({"providers": providers, **bad}, env={})

@@ -27,8 +27,10 @@ here, at startup, and kept out of every ``repr``; every mistake is a :class:`Con
 harmony providers: a tool of an operator MCP server the gateway calls (see ``docs/tools.md``).
 It also holds the accounting settings (see ``docs/deploy.md``): ``prices`` (US dollars per
 million tokens per model, for the usage ledger's cost estimate), ``budgets`` (token and cost
-limits per tenant per day and month) and ``operators`` (tenants whose keys may read the usage
-API). Errors name the field (``prices.gpt-4o.output must be a number``).
+limits per tenant per day and month), ``operators`` (tenants whose keys may read the usage
+API) and ``request_log.content_tenants`` (tenants whose request log keeps the requests' input
+and output items; none by default). Errors name the field (``prices.gpt-4o.output must be a
+number``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ __all__ = [
     "ApiMode",
     "ConfigError",
     "GatewayConfig",
+    "LOG_CONTENT_ENV",
     "OPERATORS_ENV",
     "McpServerTransport",
     "OperatorMcpServer",
@@ -193,6 +196,9 @@ class GatewayConfig:
     """Per-tenant limits; None: no budget checks (not even of limits set in the store)."""
     operators: frozenset[str] = frozenset()
     """Tenants whose API keys may use the operator endpoints (the usage API)."""
+    log_content: frozenset[str] = frozenset()
+    """Tenants whose request-log records keep the request's input and the response's output
+    items (``request_log.content_tenants``; bounded, expiring with the record)."""
     prompts: Mapping[str, PromptTemplate] = field(default_factory=dict)
     """Prompt templates requests name in ``prompt`` (:mod:`responses_gateway.prompts`)."""
     routes: Mapping[str, ModelRoute] = field(default_factory=dict)
@@ -355,6 +361,7 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         prices=prices,
         budgets=budgets,
         operators=_operators(data.get("operators"), env),
+        log_content=_log_content(data.get("request_log"), env),
         prompts=prompts,
         routes=routes,
     )
@@ -415,6 +422,26 @@ def _operators(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
         raise ConfigError("operators must be a list of tenant names")
     extra = [t.strip() for t in env.get(OPERATORS_ENV, "").split(",") if t.strip()]
     return frozenset([*raw, *extra])
+
+
+LOG_CONTENT_ENV = "GATEWAY_LOG_CONTENT_TENANTS"
+"""Tenants (comma separated) whose request content is logged, besides
+``request_log.content_tenants``."""
+
+
+def _log_content(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError("request_log must be a table")
+    unknown = sorted(set(raw) - {"content_tenants"})
+    if unknown:
+        raise ConfigError(f"request_log: unknown key {unknown[0]!r}")
+    tenants = raw.get("content_tenants", [])
+    if not isinstance(tenants, list) or not all(isinstance(t, str) and t for t in tenants):
+        raise ConfigError("request_log.content_tenants must be a list of tenant names")
+    extra = [t.strip() for t in env.get(LOG_CONTENT_ENV, "").split(",") if t.strip()]
+    return frozenset([*tenants, *extra])
 
 
 def config_document(text: str, source: str) -> dict[str, Any]:

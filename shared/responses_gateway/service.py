@@ -69,7 +69,12 @@ from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 from responses_gateway.usage.budget import BudgetGuard
 from responses_gateway.usage.ledger import client_ids as client_ids_of, usage_entry
-from responses_gateway.usage.requestlog import FirstOutputSink, RefusalGate, log_refused
+from responses_gateway.usage.requestlog import (
+    FirstOutputSink,
+    RefusalGate,
+    log_refused,
+    logged_content,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -339,6 +344,8 @@ class Gateway:
             log=run.get("log"),
             ended_ms=int(now * 1000),
         )
+        if tenant in self.config.log_content:
+            entry.content = logged_content(list(run.get("input_items") or []), state.output)
         try:
             counted = await self.store.record_usage(entry)
         except Exception:  # accounting never fails a response; the log line says what was lost
@@ -602,7 +609,7 @@ class Gateway:
                 prepared.items,
                 context,
                 request.store is not False,
-                {"api_key_id": api_key_id, "log": log},
+                {"api_key_id": api_key_id, "log": log, "input_items": prepared.items},
                 remember=_rememberer(memory, stream_id, context, prepared.items, request),
             ),
             budget=guard,
@@ -676,8 +683,8 @@ class Gateway:
         remember: Any = None,
     ) -> Any:
         """The ending writer: the record, the conversation append and (``run`` not None: a
-        foreground loop, ``{"api_key_id", "log"}``) the usage ledger and request-log entry,
-        written in parallel with the record; on a
+        foreground loop, ``{"api_key_id", "log", "input_items"}``) the usage ledger and
+        request-log entry, written in parallel with the record; on a
         WebSocket connection (``remember``), the response becomes its stream's latest."""
         stored_input = [*context.history, *input_items] if context.inline_history else input_items
 

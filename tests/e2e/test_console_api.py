@@ -1,9 +1,11 @@
 """The console's read endpoints end to end, on both stores: what a request leaves in the request
 log (HTTP and WebSocket mode, served or refused before its loop), conversations listed and
-walked, and traces ingested then read with their response spans joined."""
+walked, traces ingested then read with their response spans joined, and the content kept only
+for the tenants ``request_log.content_tenants`` names."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from typing import Any
@@ -12,7 +14,10 @@ import httpx
 import openai
 import pytest
 
+from responses_gateway.app import create_app
+from responses_gateway.tenancy import TenancyPolicy, parse_keys
 from responses_gateway.testing.script import ScriptedUpstream, Turn, Usage
+from responses_gateway.testing.server import run_in_thread
 
 from .conftest import MODELS, Stack
 
@@ -61,6 +66,45 @@ def test_codex_store_false_turn_is_logged_with_its_ids_ttft_and_no_deployment_ye
     assert isinstance(record["ttft_ms"], int) and isinstance(record["duration_ms"], int)
     assert 0 <= record["ttft_ms"] <= record["duration_ms"]
     assert http.get(f"/console/requests/{response_id}").json() == record
+
+
+def test_content_is_logged_only_for_the_tenants_the_operator_names(
+    stack: Stack, upstream: ScriptedUpstream
+) -> None:
+    assert stack.config is not None
+    config = dataclasses.replace(stack.config, log_content=frozenset({"logged"}))
+    app = create_app(config, stack.open_store())
+    app.state.tenancy = TenancyPolicy(keys=parse_keys("sk-logged:logged,sk-plain:plain"))
+    gateway = run_in_thread(app)
+    body = {"model": MODEL, "store": False, "input": "say hi"}
+    try:
+        ids: dict[str, str] = {}
+        for tenant in ("logged", "plain"):
+            upstream.push(Turn(text=f"hi {tenant}"))
+            with httpx.Client(base_url=gateway.url, timeout=30) as http:
+                auth = {"authorization": f"Bearer sk-{tenant}"}
+                created = http.post("/v1/responses", json=body, headers=auth)
+                assert created.status_code == 200, created.text
+                ids[tenant] = created.json()["id"]
+                record = http.get(f"/v1/console/requests/{ids[tenant]}", headers=auth).json()
+            if tenant == "logged":
+                assert record["content"]["input"][0].pop("id").startswith("msg_")
+                assert record["content"] == {
+                    "input": [
+                        {
+                            "type": "message",
+                            "role": "user",
+                            "content": [{"type": "input_text", "text": "say hi"}],
+                        }
+                    ],
+                    "output": created.json()["output"],
+                    "truncated": False,
+                }
+            else:
+                assert "content" not in record
+            assert record["stored"] is False and record["tenant"] == tenant
+    finally:
+        gateway.stop()
 
 
 def test_buffered_create_records_its_time_to_first_token(

@@ -1,6 +1,6 @@
 """The usage ledger and budgets: contract tests run against both stores (DynamoDB on moto and
-SQLite): exact counters, idempotency, concurrency, hour buckets, spend totals, limits; plus the
-units one recorded response costs on DynamoDB (``dynamodb_only``)."""
+SQLite): exact counters, idempotency, concurrency, hour buckets, spend totals, limits, logged
+content; plus the units one recorded response costs on DynamoDB (``dynamodb_only``)."""
 
 from __future__ import annotations
 
@@ -127,6 +127,54 @@ async def test_record_usage_costs_one_round_trip_and_bounded_units(
     units = store.meter.snapshot()["record_usage"]
     assert units.round_trips == 1
     assert units.write_units == 10  # 5 items of under 1 KB, billed twice in a transaction
+
+
+CONTENT = {
+    "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    ],
+    "output": [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "yo"}]}
+    ],
+    "truncated": False,
+}
+
+
+async def test_logged_content_is_read_with_one_record_never_with_a_page(
+    store: Store, tenant: str
+) -> None:
+    with_content = entry(tenant, "with")
+    with_content.content = CONTENT
+    assert await store.record_usage(with_content) is True
+    assert await store.record_usage(entry(tenant, "without", at=T0 + 5 * HOUR + 1)) is True
+    logged = await store.get_usage_entry(tenant, "with")
+    assert logged is not None and logged.content == CONTENT
+    assert logged == with_content
+    plain = await store.get_usage_entry(tenant, "without")
+    assert plain is not None and plain.content is None
+    page = await store.list_requests(tenant, limit=10)
+    assert [(e.response_id, e.content) for e in page.entries] == [("without", None), ("with", None)]
+
+
+@pytest.mark.dynamodb_only
+async def test_logged_content_costs_its_compressed_size_in_units(
+    store: DynamoStore, tenant: str
+) -> None:
+    text = " ".join(f"word{i}" for i in range(6000))  # ~60 KB raw, compresses to about 13 KB
+    logged = entry(tenant, "big")
+    logged.content = {
+        "input": [{"type": "message", "content": text}],
+        "output": [],
+        "truncated": False,
+    }
+    store.meter.reset()
+    await store.record_usage(logged)
+    units = store.meter.snapshot()["record_usage"]
+    from responses_gateway.store._codec import encode_json
+
+    blob = encode_json(logged.content)[0]
+    assert units.write_units == 10 + 2 * (len(blob) // 1024 + 1)  # the marker grows by the blob
+    assert (await store.get_usage_entry(tenant, "big")) == logged
 
 
 async def test_record_usage_again_with_other_counts_changes_nothing(

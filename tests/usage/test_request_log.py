@@ -1,16 +1,23 @@
 """The request-log part of a usage entry (usage.ledger): client ids from body and headers, the
 fields the service's log adds, time to first token, refused requests' entries and the gate that
-bounds their writes (usage.requestlog)."""
+bounds their writes, and the bounded content kept for named tenants (usage.requestlog)."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from responses_gateway.loop.events import ItemStarted, TextDelta
 from responses_gateway.loop.state import LoopState
+from responses_gateway.store._codec import encode_json
 from responses_gateway.usage.ledger import REFUSED, client_ids, refused_entry, usage_entry
 from responses_gateway.usage.pricing import PriceTable
-from responses_gateway.usage.requestlog import FirstOutputSink, RefusalGate, log_refused
+from responses_gateway.usage.requestlog import (
+    FirstOutputSink,
+    RefusalGate,
+    log_refused,
+    logged_content,
+)
 
 
 def test_client_ids_take_the_body_over_headers_and_cut_long_values() -> None:
@@ -165,3 +172,34 @@ def test_first_output_sink_notes_the_first_token_once_and_passes_every_event_on(
     first = log["first_token_ms"]
     sink.emit(delta)
     assert log == {"first_token_ms": first} and seen == [started, delta, delta]
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+def test_logged_content_keeps_small_items_whole_without_headers() -> None:
+    call = {"type": "mcp_call", "server_label": "s", "headers": {"x": "1"}, "output": "ok"}
+    tool = {"type": "mcp_list_tools", "Authorization": "Bearer t", "tools": []}
+    content = logged_content([_message("hi")], [call, tool])
+    assert content == {
+        "input": [_message("hi")],
+        "output": [
+            {"type": "mcp_call", "server_label": "s", "output": "ok"},
+            {"type": "mcp_list_tools", "tools": []},
+        ],
+        "truncated": False,
+    }
+
+
+def test_logged_content_cuts_long_strings_then_old_input_keeping_output_and_says_so() -> None:
+    noise = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(1600))  # 100 KB
+    content = logged_content([_message(noise)], [_message("out")], limit=20_000)
+    assert content["truncated"] is True
+    assert content["input"] == [_message(noise[:8192])]
+    assert content["output"] == [_message("out")]
+    many = [_message(f"{i}-" + noise[: 100 + i]) for i in range(3000)]
+    content = logged_content(many, [_message("out")], limit=4_000)
+    assert content["truncated"] is True and content["output"] == [_message("out")]
+    assert content["input"] and content["input"][-1] == _message(f"2999-{noise[: 128 - 5]}")
+    assert len(encode_json(content)[0]) <= 4_000

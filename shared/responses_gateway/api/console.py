@@ -160,7 +160,10 @@ async def get_request(request: Request, response_id: str) -> dict[str, Any]:
     entry = await gateway_of(request).store.get_usage_entry(tenant, response_id)
     if entry is None:
         raise NotFoundError(f"No request-log record for '{response_id}'.", param="response_id")
-    return record_json(entry)
+    record = record_json(entry)
+    if entry.content is not None:  # logged for this tenant (``request_log.content_tenants``)
+        record["content"] = entry.content
+    return record
 
 
 @router.get("/responses/{response_id}")

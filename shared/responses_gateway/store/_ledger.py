@@ -14,6 +14,10 @@ Owns the item layout of :class:`~responses_gateway.store.base.LedgerStore` (see 
 - ``PK = T#<tenant>#RL``, ``SK = <end time in ms, 13 digits>#<response id>``: the tenant's **request
   log index**, a copy of the entry ordered by time, so a console page is one descending Query.
 
+For tenants whose content is logged, the marker alone also holds the entry's content (``cb``,
+compressed JSON, at most :data:`~responses_gateway.usage.requestlog.CONTENT_BYTES`; ``ce`` its
+encoding), expiring with it.
+
 One ended response is one TransactWriteItems: the marker's conditional Put, the log index's
 Put and three ADD updates. A retried writer's transaction is cancelled by the marker's
 condition, so nothing is ever counted twice, and a crash can never leave a half-counted
@@ -37,6 +41,8 @@ from responses_gateway.store._codec import (
     SCHEMA_ATTR,
     TTL_ATTR,
     Item,
+    decode_json,
+    encode_json,
     escape,
     item_size,
     key,
@@ -137,6 +143,7 @@ class LedgerTable:
             SCHEMA_ATTR: {"N": str(RECORD_VERSION)},
             TTL_ATTR: self._ttl(self._marker_retention),
             WRITE_TOKEN: {"S": secrets.token_hex(8)},
+            **_content_attrs(entry),
         }
         log_item: Item = {
             **key(_log_pk(entry.tenant), _log_sk(entry)),
@@ -242,7 +249,10 @@ class LedgerTable:
         )
         if item is None:
             return None
-        return _entry_of(json.loads(item["entry"]["S"]))
+        entry = _entry_of(json.loads(item["entry"]["S"]))
+        if "cb" in item:
+            entry.content = decode_json(bytes(item["cb"]["B"]), item["ce"]["S"])
+        return entry
 
     async def log_only(self, entry: UsageEntry) -> None:
         """The entry and its log item, counted nowhere (a refused request): one BatchWrite."""
@@ -329,6 +339,15 @@ def _bucket(item: Item, hour_start: int) -> UsageBucket:
     )
 
 
+def _content_attrs(entry: UsageEntry) -> Item:
+    """The marker's content attributes (``cb`` blob, ``ce`` encoding); none without content.
+    Only the marker holds them: a page of the log reads the index, which never needs them."""
+    if entry.content is None:
+        return {}
+    blob, encoding = encode_json(entry.content)
+    return {"cb": {"B": blob}, "ce": {"S": encoding}}
+
+
 def _entry_json(entry: UsageEntry) -> dict[str, Any]:
     counts = {name: getattr(entry.counts, name) for _, name in _COUNTERS}
     return {
@@ -357,4 +376,5 @@ def _entry_of(data: dict[str, Any]) -> UsageEntry:
         api_key_id=data.get("api_key_id", ""),
         background=bool(data.get("background")),
         extra=dict(data.get("extra") or {}),
+        content=data.get("content"),
     )

@@ -1206,7 +1206,10 @@ class SqliteStore:
     async def record_usage(self, entry: UsageEntry) -> bool:
         """One transaction: insert the response's entry (the idempotency marker) if absent,
         and only then add to its hour row and its tenant's day and month totals."""
-        body, enc = _blob(_entry_json(entry))
+        data = _entry_json(entry)
+        if entry.content is not None:  # logged content: in the entry's (compressed) body
+            data["content"] = entry.content
+        body, enc = _blob(data)
         return await self._write("record_usage", self._record_usage, entry, body, enc)
 
     def _record_usage(
@@ -1340,6 +1343,8 @@ class SqliteStore:
         more = len(rows) > limit
         rows = rows[:limit]
         entries = [_entry_of(_value(body, enc)) for _, body, enc in rows]
+        for entry in entries:
+            entry.content = None  # one record's read returns it, never a page
         return RequestPage(entries=entries, next_cursor=rows[-1][0] if more else None)
 
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:

@@ -77,6 +77,11 @@ class UsageEntry:
     background: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     """Further request-log fields (JSON; never bodies, headers or keys)."""
+    content: dict[str, Any] | None = None
+    """The request's input and the response's output items, for the tenants whose content the
+    operator logs (``request_log.content_tenants``; bounded, see
+    :func:`~responses_gateway.usage.requestlog.logged_content`); None otherwise, and in pages
+    of the log (only one record's read returns it)."""
 
 
 @dataclass(slots=True)

@@ -4,8 +4,10 @@ Owns :class:`FirstOutputSink` (notes in a run's log dict when the loop emitted i
 for ``ttft_ms``), :class:`RefusalGate` (how many refused-request records a process may write:
 a token bucket per tenant and one for the process, so a flood of bad requests costs a bounded
 number of writes) and :func:`log_refused` (the one write of a refused create, through
-:meth:`~responses_gateway.store.base.LedgerStore.log_request`: the ledger's write path). It
-decides nothing about responses and never logs request contents.
+:meth:`~responses_gateway.store.base.LedgerStore.log_request`: the ledger's write path) and
+:func:`logged_content` (the bounded copy of a response's input and output items kept for the
+tenants the operator names in ``request_log.content_tenants``). It decides nothing about
+responses, and keeps no content for other tenants, nor ever headers or authorization.
 """
 
 from __future__ import annotations
@@ -18,12 +20,25 @@ from typing import Any
 from responses_gateway.loop.events import ArgumentsDelta, LoopEvent, Sink, TextDelta
 from responses_gateway.usage.ledger import refused_entry
 
-__all__ = ["UNAUTHENTICATED", "FirstOutputSink", "RefusalGate", "log_refused"]
+__all__ = [
+    "CONTENT_BYTES",
+    "UNAUTHENTICATED",
+    "FirstOutputSink",
+    "RefusalGate",
+    "log_refused",
+    "logged_content",
+]
 
 _log = logging.getLogger(__name__)
 
 UNAUTHENTICATED = "(unauthenticated)"
 """The request-log tenant of creates refused for their API key (no tenant name can be this)."""
+CONTENT_BYTES = 64_000
+"""Most bytes a request-log record's content takes, compressed (one DynamoDB item is 400 KB)."""
+_SECRET_KEYS = frozenset({"headers", "authorization"})
+"""Keys dropped from logged items wherever they appear (tools' credentials)."""
+_CLIPS = (None, 8192, 1024, 128)
+"""Longest string kept, tried in turn until the content fits."""
 _TOKEN_EVENTS = (TextDelta, ArgumentsDelta)
 """Loop events that carry model output (text, reasoning or tool arguments)."""
 
@@ -140,3 +155,55 @@ async def log_refused(
         _log.exception("could not log the refused request %s (tenant %s)", request_id, tenant)
         return False
     return True
+
+
+def _clipped(value: Any, most: int | None, cut: list[bool]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: _clipped(v, most, cut) for k, v in value.items() if k.lower() not in _SECRET_KEYS
+        }
+    if isinstance(value, list):
+        return [_clipped(v, most, cut) for v in value]
+    if isinstance(value, str) and most is not None and len(value) > most:
+        cut[0] = True
+        return value[:most]
+    return value
+
+
+def logged_content(
+    input_items: list[Any], output_items: list[Any], *, limit: int = CONTENT_BYTES
+) -> dict[str, Any]:
+    """``{"input", "output", "truncated"}``: the items, without any ``headers`` or
+    ``authorization`` key, whose compressed JSON fits in ``limit`` bytes: long strings are cut
+    (to 8192, 1024, then 128 characters), then the first output items that fit are kept, then
+    the newest input items that fit; ``truncated`` says whether anything was cut."""
+    from responses_gateway.store._codec import encode_json  # zlib and json only
+
+    def fits(content: dict[str, Any]) -> bool:
+        return len(encode_json(content)[0]) <= limit
+
+    cut = [False]
+    content: dict[str, Any] = {}
+    for most in _CLIPS:
+        content = {
+            "input": _clipped(list(input_items), most, cut),
+            "output": _clipped(list(output_items), most, cut),
+            "truncated": cut[0],
+        }
+        if fits(content):
+            return content
+    content["truncated"] = True
+    whole = {"input": content["input"], "output": content["output"]}
+    content["input"] = content["output"] = []
+    for side in ("output", "input"):  # the response's own items first: the input is history
+        items = whole[side]
+        low, high = 0, len(items)  # the most items kept that fit: a binary search
+        while low < high:
+            mid = (low + high + 1) // 2
+            content[side] = items[len(items) - mid :] if side == "input" else items[:mid]
+            if fits(content):
+                low = mid
+            else:
+                high = mid - 1
+        content[side] = items[len(items) - low :] if side == "input" else items[:low]
+    return content
