@@ -107,6 +107,7 @@ def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleS
             ],
             "operators": ["ops"],
             "budgets": {"daily_tokens": 1_000_000_000},
+            "request_log": {"content_tenants": ["beta"]},  # alpha's content is never logged
         },
         env={},
     )

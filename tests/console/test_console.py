@@ -102,6 +102,26 @@ def test_codex_store_false_session_shows_in_requests_under_its_thread_id(
     phone.shot("requests-phone")
 
 
+def test_store_false_response_of_a_content_tenant_shows_its_logged_timeline(
+    stack: ConsoleStack, console: Any
+) -> None:
+    stack.upstream.push(Turn(text="logged answer", usage=Usage(5, 2)))
+    created = _client(stack, "beta").responses.create(
+        model=MODEL, input="logged question", store=False
+    )
+
+    tab = console("beta")
+    tab.open(f"#/response/{created.id}")
+    tab.wait_ready("response")
+    assert "content from the request log." in tab.page.inner_text("#page")
+    steps = tab.page.locator("ol.timeline li")
+    assert steps.count() == 2
+    assert [steps.nth(i).get_attribute("data-side") for i in range(2)] == ["input", "output"]
+    assert "logged question" in steps.nth(0).inner_text()
+    assert "logged answer" in steps.nth(1).inner_text()
+    tab.shot("response-logged-content")
+
+
 def test_mcp_loop_with_approval_is_a_timeline_in_order(
     stack: ConsoleStack, console: Any, calc: RunningMcpServer
 ) -> None:

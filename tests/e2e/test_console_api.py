@@ -87,6 +87,8 @@ def test_content_is_logged_only_for_the_tenants_the_operator_names(
                 assert created.status_code == 200, created.text
                 ids[tenant] = created.json()["id"]
                 record = http.get(f"/v1/console/requests/{ids[tenant]}", headers=auth).json()
+                view = http.get(f"/v1/console/responses/{ids[tenant]}", headers=auth).json()
+            assert view["stored"] is None and view["request"] == record
             if tenant == "logged":
                 assert record["content"]["input"][0].pop("id").startswith("msg_")
                 assert record["content"] == {

@@ -160,8 +160,14 @@ async def get_request(request: Request, response_id: str) -> dict[str, Any]:
     entry = await gateway_of(request).store.get_usage_entry(tenant, response_id)
     if entry is None:
         raise NotFoundError(f"No request-log record for '{response_id}'.", param="response_id")
+    return _with_content(entry)
+
+
+def _with_content(entry: UsageEntry) -> dict[str, Any]:
+    """One record's read: the record, and its ``content`` when it was logged (the tenant is in
+    ``request_log.content_tenants``; ``{"input", "output", "truncated"}``)."""
     record = record_json(entry)
-    if entry.content is not None:  # logged for this tenant (``request_log.content_tenants``)
+    if entry.content is not None:
         record["content"] = entry.content
     return record
 
@@ -190,7 +196,7 @@ async def get_response(request: Request, response_id: str) -> dict[str, Any]:
         "object": "gateway.response_view",
         "tenant": tenant,
         "stored": stored,
-        "request": record_json(entry) if entry is not None else None,
+        "request": _with_content(entry) if entry is not None else None,
     }
 
 

@@ -205,7 +205,13 @@ async function responsePage(id) {
     parts.push(el("h3", { text: "Chain (oldest first)" }), el("ol", {}, stored.chain.map((c) =>
       el("li", {}, el("a", { href: `#/response/${encodeURIComponent(c)}`, text: c })))));
   }
-  if (!stored) {
+  const logged = record && record.content;
+  if (!stored && logged) {
+    parts.push(el("p", { class: "muted", text: "Not stored (store: false): content from the request log"
+      + (logged.truncated ? " (truncated to fit)." : ".") }),
+    el("h3", { text: "Timeline" }), el("ol", { class: "timeline", "aria-label": "Agent loop timeline" },
+      logged.input.map((i) => step(i, "input")), logged.output.map((i) => step(i, "output"))));
+  } else if (!stored) {
     parts.push(el("p", { class: "muted", text: "Not stored (store: false): only the request-log record exists." }));
   } else {
     parts.push(el("h3", { text: "Timeline" }), el("ol", { class: "timeline", "aria-label": "Agent loop timeline" },
