@@ -162,6 +162,8 @@ class LoopContext:
     (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
     deployments: list[str] = field(default_factory=list)
     """The deployment that answered each model call of this run, in order (routed models)."""
+    on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Run when :func:`run_loop` returns or raises (closing the run's MCP sessions)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
@@ -766,4 +768,13 @@ async def run_loop(
         if state.status == "in_progress":
             await asyncio.shield(cancel(state, ctx))
         raise
+    finally:
+        if ctx.on_close:
+            await asyncio.shield(_close(ctx))
     return state
+
+
+async def _close(ctx: LoopContext) -> None:
+    """Run the context's closers (each once per run of the loop)."""
+    for close in ctx.on_close:
+        await close()
