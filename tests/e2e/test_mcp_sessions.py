@@ -1,5 +1,6 @@
 """One MCP session per server per run, through the gateway: the run's listing and every call
-share it, and it ends with the run (normally, after a failed call, at an approval interrupt).
+share it, and it ends with the run (normally, after a failed call, at an approval interrupt,
+when the client leaves mid-call).
 
 The server is the ``calc`` server over the legacy SSE transport behind
 :class:`~responses_gateway.testing.mcp_servers.SessionCounter`, whose event stream lives exactly
@@ -11,12 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
-from responses_gateway.testing.mcp_servers import SessionCounter, create_mcp_app
+from responses_gateway.testing.mcp_servers import HangControl, SessionCounter, create_mcp_app
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.server import run_in_thread
+from responses_gateway.testing.stream_check import parse_sse
+
+from .conftest import Stack
 
 pytestmark = pytest.mark.stores("dynamodb", "sqlite")
 
@@ -101,3 +106,29 @@ def test_an_approval_interrupt_ends_the_session_and_the_approved_run_opens_its_o
     assert second.output[0].output == "10.0"  # type: ignore[union-attr]
     assert counter.wait_closed(2) == (2, 2)
     assert counter.handshakes == 2
+
+
+def test_a_client_leaving_mid_call_cancels_the_run_and_ends_its_session(
+    stack: Stack, upstream: ScriptedUpstream, http: httpx.Client, model: str
+) -> None:
+    hang = HangControl()
+    counter = SessionCounter(create_mcp_app("hanging", "sse", hang=hang))
+    with run_in_thread(counter) as running:
+        tool = {
+            "type": "mcp",
+            "server_label": "slow",
+            "server_url": f"{running.url}/sse",
+            "require_approval": "never",
+        }
+        upstream.push(Turn(tool_calls=[ToolCall("slow__hang", "{}", "c1")]), Turn(text="never"))
+        body = {"model": model, "input": "hang", "tools": [tool], "stream": True}
+        with http.stream("POST", "/responses", json=body) as answer:
+            lines = answer.iter_lines()
+            first = next(line for line in lines if line.startswith("data:"))
+            response_id = parse_sse(f"event: response.created\n{first}\n\n")[0]["response"]["id"]
+            assert hang.started.wait(10)
+            assert counter.streams_ended == 0
+        stack.wait_for_status(response_id, "cancelled")  # the client left
+        assert counter.wait_closed(1) == (1, 1)
+        assert counter.handshakes == 1
+        hang.release()

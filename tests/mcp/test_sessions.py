@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from responses_gateway.mcp import McpClient, McpPolicy, McpServer, McpSessions
-from responses_gateway.testing.mcp_servers import SessionCounter, create_mcp_app
+from responses_gateway.testing.mcp_servers import HangControl, SessionCounter, create_mcp_app
 from responses_gateway.testing.server import run_in_thread
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_server.py"))
@@ -183,3 +183,21 @@ async def test_a_stdio_server_is_spawned_once_per_run_and_stopped_at_its_end(
     assert len(pids) == 1 and _alive(pids[0])
     await sessions.aclose()
     assert not _alive(pids[0])
+
+
+async def test_a_cancelled_run_still_ends_its_session(client: McpClient) -> None:
+    hang = HangControl()
+    counter = SessionCounter(create_mcp_app("hanging", "sse", hang=hang))
+    with run_in_thread(counter) as running:
+        server = McpServer("hanging", url=f"{running.url}/sse")
+        sessions = McpSessions()
+        call = asyncio.create_task(client.call_tool(server, "hang", {}, sessions=sessions))
+        await asyncio.to_thread(hang.started.wait, 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert counter.streams_ended == 0
+
+        await sessions.aclose()
+        assert counter.wait_closed(1) == (1, 1)
+        hang.release()
