@@ -91,6 +91,7 @@ __all__ = [
     "LoopContext",
     "Persist",
     "cancel",
+    "close_run",
     "build_model_call",
     "decide_after_call_llm",
     "decide_after_compact",
@@ -769,12 +770,17 @@ async def run_loop(
             await asyncio.shield(cancel(state, ctx))
         raise
     finally:
-        if ctx.on_close:
-            await asyncio.shield(_close(ctx))
+        await close_run(ctx)
     return state
 
 
+async def close_run(ctx: LoopContext) -> None:
+    """Run the context's closers (its MCP sessions), shielded from a cancellation of the caller:
+    whoever drives :func:`step` calls it when the run stops (:func:`run_loop` does)."""
+    if ctx.on_close:
+        await asyncio.shield(_close(ctx))
+
+
 async def _close(ctx: LoopContext) -> None:
-    """Run the context's closers (each once per run of the loop)."""
     for close in ctx.on_close:
         await close()
