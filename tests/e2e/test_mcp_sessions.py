@@ -132,3 +132,29 @@ def test_a_client_leaving_mid_call_cancels_the_run_and_ends_its_session(
         assert counter.wait_closed(1) == (1, 1)
         assert counter.handshakes == 1
         hang.release()
+
+
+def test_a_background_run_ends_its_session_too(
+    client: openai.OpenAI,
+    upstream: ScriptedUpstream,
+    stack: Stack,
+    counted: tuple[SessionCounter, str],
+    model: str,
+) -> None:
+    counter, url = counted
+    upstream.push(
+        Turn(tool_calls=[_call("add", '{"a":1,"b":2}', "c1")]),
+        Turn(tool_calls=[_call("add", '{"a":3,"b":4}', "c2")]),
+        Turn(text="done"),
+    )
+    queued = client.responses.create(
+        model=model,
+        input="sums",
+        tools=[_tool(url)],  # type: ignore[list-item]
+        background=True,
+    )
+
+    done = stack.wait_for_status(queued.id, "completed")
+    assert [i.get("output") for i in done["output"] if i["type"] == "mcp_call"] == ["3.0", "7.0"]
+    assert counter.wait_closed(1) == (1, 1)
+    assert counter.handshakes == 1
