@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from responses_gateway.config import OperatorMcpServer, ToolBackend
 from responses_gateway.errors import InvalidRequestError
@@ -26,6 +26,7 @@ from responses_gateway.mcp.client import (
     McpClient,
     McpListError,
     McpServer,
+    McpSessions,
     ToolInfo,
     protocol_error,
 )
@@ -55,6 +56,8 @@ class McpToolRegistry:
         context: History and input items (``mcp_list_tools`` items there are reused).
         operator_servers: The servers the operator configured (``GatewayConfig.mcp_servers``),
             selectable by ``server_label`` alone.
+        sessions: The run's MCP sessions (one per server, closed by the run's owner); each
+            operation connects on its own when omitted.
 
     Raises:
         InvalidRequestError: two MCP tools share a label, or a tool selects no usable server
@@ -67,6 +70,7 @@ class McpToolRegistry:
         client: McpClient,
         context: Iterable[dict[str, Any]],
         operator_servers: Iterable[OperatorMcpServer] = (),
+        sessions: McpSessions | None = None,
     ) -> None:
         operators = {server.server_label: server for server in operator_servers}
         self._specs: dict[str, McpTool] = {}
@@ -83,6 +87,7 @@ class McpToolRegistry:
             self._specs[tool.server_label] = tool
             self._servers[tool.server_label] = select_server(tool, operators, index=index)
         self._client = client
+        self._run = _sessions_argument(sessions)
         listed = listed_tools_in_context(context)
         self._listed: dict[str, list[ToolInfo]] = {
             label: tools for label, tools in listed.items() if label in self._specs
@@ -117,7 +122,7 @@ class McpToolRegistry:
             return
         writers = [out.mcp_list_tools(label) for label in missing]
         results = await asyncio.gather(
-            *(self._client.list_tools(self._servers[label]) for label in missing),
+            *(self._client.list_tools(self._servers[label], **self._run) for label in missing),
             return_exceptions=True,
         )
         failure: McpListError | None = None
@@ -142,7 +147,9 @@ class McpToolRegistry:
             return ToolOutcome(
                 error=protocol_error(-32602, f"No MCP server '{label}' in this request's tools.")
             )
-        result = await self._client.call_tool(server, str(call.get("name")), call.get("arguments"))
+        result = await self._client.call_tool(
+            server, str(call.get("name")), call.get("arguments"), **self._run
+        )
         return ToolOutcome(output=result.output, error=result.error)
 
 
@@ -151,16 +158,35 @@ class McpBackend:
     ``loop.tools.HostedBackend``): the call's query, code or prompt (the tool-kind table's
     :class:`~responses_gateway.tool_kinds.Backend`) goes to the tool's ``argument``."""
 
-    def __init__(self, backend: ToolBackend, server: OperatorMcpServer, client: McpClient):
+    def __init__(
+        self,
+        backend: ToolBackend,
+        server: OperatorMcpServer,
+        client: McpClient,
+        sessions: McpSessions | None = None,
+    ):
         shape = BACKED_KINDS[backend.type]
         self._backend = backend
         self._value = shape.value
         self._argument = backend.argument or shape.argument
         self._server = server_from_operator(server)
         self._client = client
+        self._run = _sessions_argument(sessions)
 
     async def run(self, item: dict[str, Any]) -> ToolOutcome:
         result = await self._client.call_tool(
-            self._server, self._backend.tool, {self._argument: self._value(item)}
+            self._server,
+            self._backend.tool,
+            {self._argument: self._value(item)},
+            **self._run,
         )
         return ToolOutcome(output=result.output, error=result.error)
+
+
+class _RunArgument(TypedDict, total=False):
+    sessions: McpSessions
+
+
+def _sessions_argument(sessions: McpSessions | None) -> _RunArgument:
+    """The ``sessions`` keyword of the client's operations (none without a run's sessions)."""
+    return {} if sessions is None else {"sessions": sessions}

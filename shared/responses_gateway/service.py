@@ -133,6 +133,29 @@ class Context:
         return frozenset(str(item["id"]) for item in self.history if item.get("id"))
 
 
+class RunMcpSessions:
+    """The MCP sessions of one loop run, created on first use (a request without MCP imports
+    nothing of it) and closed by the loop when its run ends (:meth:`attach`)."""
+
+    __slots__ = ("sessions",)
+
+    def __init__(self) -> None:
+        self.sessions: Any = None
+
+    def get(self) -> Any:
+        """The run's :class:`~responses_gateway.mcp.client.McpSessions`."""
+        if self.sessions is None:
+            from responses_gateway.mcp.client import McpSessions
+
+            self.sessions = McpSessions()
+        return self.sessions
+
+    def attach(self, ctx: LoopContext) -> None:
+        """Have ``ctx``'s run close the sessions when it ends (if any were wanted)."""
+        if self.sessions is not None:
+            ctx.on_close.append(self.sessions.aclose)
+
+
 def previous_not_found(response_id: str) -> InvalidRequestError:
     """The 400 for a ``previous_response_id`` that is unknown, deleted, expired or unstored."""
     return InvalidRequestError(
@@ -248,7 +271,9 @@ class Gateway:
             self._router = Router(self.config, self.client, self.store, self.latch)
         return self._router
 
-    def _backends(self, tools: list[dict[str, Any]], wire: str) -> dict[str, HostedBackend]:
+    def _backends(
+        self, tools: list[dict[str, Any]], wire: str, sessions: RunMcpSessions
+    ) -> dict[str, HostedBackend]:
         """The configured backends of the hosted tools a request over ``wire`` names (only
         function wires need them; the MCP machinery is imported only when one is used)."""
         if wire not in LOWERED_WIRES:
@@ -265,10 +290,12 @@ class Gateway:
 
             if self._mcp_client is None:
                 self._mcp_client = McpClient(self._mcp_policy)
-            backends[kind.name] = McpBackend(backend, server, self._mcp_client)
+            backends[kind.name] = McpBackend(backend, server, self._mcp_client, sessions.get())
         return backends
 
-    def _gateway_tools(self, tools: list[Any], context: list[dict[str, Any]]) -> ToolRegistry:
+    def _gateway_tools(
+        self, tools: list[Any], context: list[dict[str, Any]], sessions: RunMcpSessions
+    ) -> ToolRegistry:
         """The request's gateway tools; the MCP machinery is imported only when it has some."""
         if not any(isinstance(t, McpTool) for t in tools):
             return NO_GATEWAY_TOOLS
@@ -277,7 +304,9 @@ class Gateway:
 
         if self._mcp_client is None:
             self._mcp_client = McpClient(self._mcp_policy)
-        return McpToolRegistry(tools, self._mcp_client, context, self.config.mcp_servers)
+        return McpToolRegistry(
+            tools, self._mcp_client, context, self.config.mcp_servers, sessions.get()
+        )
 
     def meter(
         self, provider: Provider, request: dict[str, Any], compaction: dict[str, Any] | None
@@ -299,11 +328,12 @@ class Gateway:
             parsed = parse_create_request({"model": state.model, "tools": run["mcp_tools"]})
             tools = list(parsed.tools or [])
         adapter = make_adapter(provider, self.client, self.latch)
-        return LoopContext(
+        sessions = RunMcpSessions()
+        ctx = LoopContext(
             adapter=adapter,
             upstream_model=upstream_model,
-            backends=self._backends(list(state.request.get("tools") or []), adapter.wire),
-            tools=self._gateway_tools(tools, [*state.control_items, *state.output]),
+            backends=self._backends(list(state.request.get("tools") or []), adapter.wire, sessions),
+            tools=self._gateway_tools(tools, [*state.control_items, *state.output], sessions),
             max_tool_calls=self.max_tool_calls,
             persist=persist if persist is not None else self.persister_for(tenant, run),
             meter=self.meter(provider, state.request, run.get("compaction")),
@@ -311,6 +341,8 @@ class Gateway:
             budget=self.budget_guard(tenant),
             router=self.router_for(state.model),
         )
+        sessions.attach(ctx)
+        return ctx
 
     async def prompt_templates(self, prompt_id: str) -> Mapping[str, PromptTemplate]:
         """The templates a ``prompt`` naming ``prompt_id`` resolves against: the
@@ -575,7 +607,8 @@ class Gateway:
             "started_ms": started_ms,
         }
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
-        backends = self._backends(tool_dicts, adapter.wire)
+        sessions = RunMcpSessions()
+        backends = self._backends(tool_dicts, adapter.wire, sessions)
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
@@ -601,7 +634,7 @@ class Gateway:
             upstream_model=upstream_model,
             backends=backends,
             tools=self._gateway_tools(
-                list(request.tools or []), [*context.history, *prepared.items]
+                list(request.tools or []), [*context.history, *prepared.items], sessions
             ),
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(
@@ -616,6 +649,7 @@ class Gateway:
             tenant=tenant,
             router=self.router_for(request.model),
         )
+        sessions.attach(ctx)
         ctx.meter = self.meter(provider, state.request, compaction)
         log["deployment"] = ctx.deployments  # filled as routed model calls are answered
         options = request.stream_options

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from responses_gateway.background.journal import JournaledTools
 from responses_gateway.background.log import EventLog
 from responses_gateway.background.runs import commit_ending, end_run, settle
-from responses_gateway.loop.driver import step
+from responses_gateway.loop.driver import close_run, step
 from responses_gateway.loop.state import ExecuteTools, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS
 from responses_gateway.sinks.sse import SSESink
@@ -152,7 +152,10 @@ async def run_worker(
             if remaining is not None and remaining() < margin:
                 return "continue"
     finally:
-        await log.close()
+        try:
+            await log.close()
+        finally:
+            await close_run(ctx)  # the run's MCP sessions
 
 
 async def _time_out(

@@ -91,6 +91,7 @@ __all__ = [
     "LoopContext",
     "Persist",
     "cancel",
+    "close_run",
     "build_model_call",
     "decide_after_call_llm",
     "decide_after_compact",
@@ -162,6 +163,8 @@ class LoopContext:
     (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
     deployments: list[str] = field(default_factory=list)
     """The deployment that answered each model call of this run, in order (routed models)."""
+    on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
+    """Run when :func:`run_loop` returns or raises (closing the run's MCP sessions)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
@@ -766,4 +769,18 @@ async def run_loop(
         if state.status == "in_progress":
             await asyncio.shield(cancel(state, ctx))
         raise
+    finally:
+        await close_run(ctx)
     return state
+
+
+async def close_run(ctx: LoopContext) -> None:
+    """Run the context's closers (its MCP sessions), shielded from a cancellation of the caller:
+    whoever drives :func:`step` calls it when the run stops (:func:`run_loop` does)."""
+    if ctx.on_close:
+        await asyncio.shield(_close(ctx))
+
+
+async def _close(ctx: LoopContext) -> None:
+    for close in ctx.on_close:
+        await close()

@@ -2,7 +2,9 @@
 
 Owns :class:`McpClient`, whose two operations each open one connection (streamable HTTP, the
 legacy SSE transport, or stdio: a server process spawned for the operation and stopped after
-it), run under a deadline and close it again: :meth:`McpClient.list_tools`
+it), run under a deadline and close it again, unless the caller passes the
+:class:`McpSessions` of its run (one session per server, reused by every operation of the run
+and closed when the run ends): :meth:`McpClient.list_tools`
 returns :class:`ToolInfo` values or raises :class:`McpListError` (HTTP 424 /
 ``mcp_list_tools.failed``), :meth:`McpClient.call_tool` always returns a :class:`ToolResult`
 whose ``error`` is one of the OpenAI ``mcp_call.error`` objects (``mcp_protocol_error``,
@@ -23,8 +25,10 @@ knows nothing about the agent loop, approvals or output items (see ``mcp.tools``
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import math
 import os
 import re
 import sys
@@ -61,6 +65,7 @@ __all__ = [
     "McpLimits",
     "McpListError",
     "McpServer",
+    "McpSessions",
     "ToolInfo",
     "ToolResult",
     "TransportKind",
@@ -351,7 +356,11 @@ class McpClient:
         self._stdio_errlog = stdio_errlog
 
     async def list_tools(
-        self, server: McpServer, *, deadline: float | None = None
+        self,
+        server: McpServer,
+        *,
+        deadline: float | None = None,
+        sessions: McpSessions | None = None,
     ) -> list[ToolInfo]:
         """Every tool ``server`` lists (all pages), in the server's order.
 
@@ -359,6 +368,8 @@ class McpClient:
             server: The server to ask.
             deadline: A ``time.monotonic()`` value by which the listing must be done;
                 :attr:`McpLimits.list_timeout` from now by default.
+            sessions: The run's open sessions (the server's is opened or reused); without
+                them the listing has a connection of its own.
 
         Raises:
             McpListError: the URL is refused, the server cannot be reached, answers with an
@@ -373,7 +384,7 @@ class McpClient:
         except McpUrlRefusedError as exc:
             raise McpListError(server.label, exc.message, code="url_not_allowed") from None
         try:
-            tools = await self._run(server, target, deadline, self._list_all)
+            tools = await self._run(server, target, deadline, self._list_all, sessions)
         except _Failure as failure:
             _log_failure("list_tools", server, failure, started)
             raise McpListError(server.label, failure.summary, code=failure.code) from None
@@ -393,6 +404,7 @@ class McpClient:
         arguments: Mapping[str, Any] | str | None,
         *,
         deadline: float | None = None,
+        sessions: McpSessions | None = None,
     ) -> ToolResult:
         """Call tool ``name`` on ``server``; failures become ``ToolResult.error``, never raise.
 
@@ -403,6 +415,8 @@ class McpClient:
                 Anything else gives an ``mcp_protocol_error`` (-32602) without dialling.
             deadline: A ``time.monotonic()`` value by which the call must be done;
                 :attr:`McpLimits.call_timeout` from now by default.
+            sessions: The run's open sessions (the server's is opened or reused); without
+                them the call has a connection of its own.
         """
         started = time.monotonic()
         if deadline is None:
@@ -419,7 +433,7 @@ class McpClient:
             return await _call(client, name, parsed, remaining)
 
         try:
-            result = await self._run(server, target, deadline, call)
+            result = await self._run(server, target, deadline, call, sessions)
         except _Failure as failure:
             _log_failure("call_tool", server, failure, started)
             return ToolResult(None, failure.error)
@@ -473,14 +487,18 @@ class McpClient:
         target: ResolvedTarget | None,
         deadline: float,
         operation: Callable[[Client, float], Awaitable[_T]],
+        sessions: McpSessions | None = None,
     ) -> _T:
-        """Connect, run ``operation`` and disconnect before ``deadline``; raise ``_Failure``."""
+        """Connect, run ``operation`` and disconnect before ``deadline`` (or run it on the
+        server's session in ``sessions``); raise ``_Failure``."""
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _timeout_failure(server, 0.0)
         import anyio
 
         _load_sdk()
+        if sessions is not None:
+            return await sessions.session(self, server, target).run(operation, deadline)
         status = _StatusRecorder()
         try:
             with anyio.fail_after(remaining):
@@ -498,6 +516,11 @@ class McpClient:
             _raise_failure(server, matched, status, remaining)
         except Exception as exc:
             _raise_failure(server, exc, status, remaining)
+
+    def session_budget(self, remaining: float) -> float:
+        """The read timeouts of a reused session: long enough for any operation of the run
+        (each one is still bounded by its own deadline)."""
+        return max(remaining, self.limits.list_timeout, self.limits.call_timeout)
 
     def _connect(
         self,
@@ -610,6 +633,151 @@ class McpClient:
             kept.append({"type": "text", "text": _truncate(str(text), max(budget, 0))})
             break
         return kept
+
+
+# --------------------------------------------------------------------------- run sessions
+
+_Job = tuple[Callable[["Client", float], Awaitable[Any]], float, "asyncio.Future[Any]"]
+"""An operation handed to a session: what to run, its ``time.monotonic()`` deadline, and the
+future its caller awaits."""
+
+
+class McpSessions:
+    """The open MCP sessions of one agent-loop run: at most one per server.
+
+    Every listing and call of the run that passes it reuses the server's session (opened on
+    first use, or again after its connection failed); :meth:`aclose` closes them all and must be
+    called when the run ends, however it ends. One instance belongs to one run: it holds a
+    request's live connections, so it is never shared between requests or tenants. It imports
+    nothing heavy and opens nothing until used.
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, bool, str, str | None], _Session] = {}
+
+    def session(
+        self, client: McpClient, server: McpServer, target: ResolvedTarget | None
+    ) -> _Session:
+        """The server's open session, or a new one (not yet connected)."""
+        key = (server.label, server.trusted, server.url, server.command)
+        session = self._open.get(key)
+        if session is None or session.closed:
+            session = self._open[key] = _Session(client, server, target)
+        return session
+
+    async def aclose(self) -> None:
+        """Close every session (operations still running fail); the instance stays usable."""
+        sessions, self._open = list(self._open.values()), {}
+        if sessions:
+            await asyncio.gather(*(session.aclose() for session in sessions))
+
+
+class _Session:
+    """One server's session within an :class:`McpSessions`, owned by one task.
+
+    The SDK's transports and ``mcp.Client`` hold anyio task groups, which the same task must
+    enter and leave. ``_serve`` is that task: it connects (within the first operation's
+    deadline), runs every operation handed to :meth:`run` in a child task under that
+    operation's own deadline (a timed-out or failed operation fails alone), and disconnects
+    (closing the stdio process, if any) when :meth:`aclose` asks or the connection fails; the
+    operations still waiting then fail with the connection's error. It owns nothing else.
+    """
+
+    def __init__(self, client: McpClient, server: McpServer, target: ResolvedTarget | None):
+        self._client = client
+        self._server = server
+        self._target = target
+        self._status = _StatusRecorder()
+        self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
+        self._waiting: set[asyncio.Future[Any]] = set()
+        self._task: asyncio.Task[None] | None = None
+        self.closed = False
+        """Disconnected, or asked to: the next operation needs a new session."""
+
+    async def run(self, operation: Callable[[Client, float], Awaitable[_T]], deadline: float) -> _T:
+        """Run ``operation`` on this session by ``deadline``; raise ``_Failure``."""
+        if self._task is None:
+            self._task = asyncio.create_task(self._serve())
+        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
+        self._waiting.add(future)
+        self._jobs.put_nowait((operation, deadline, future))
+        try:
+            return await future
+        finally:
+            self._waiting.discard(future)
+
+    async def aclose(self) -> None:
+        """Disconnect once the operations already handed over have started (they are
+        cancelled) and wait for it."""
+        self.closed = True
+        if self._task is None:
+            return
+        self._jobs.put_nowait(None)
+        await asyncio.wait({self._task})
+
+    async def _serve(self) -> None:
+        import anyio
+
+        job = await self._jobs.get()
+        if job is None:
+            return
+        remaining = job[1] - time.monotonic()
+        budget = self._client.session_budget(remaining)
+        failure: _Failure | None = None
+        try:
+            connection = self._client._connect(self._server, self._target, budget, self._status)
+            with anyio.CancelScope(deadline=anyio.current_time() + remaining) as connecting:
+                async with (
+                    connection as client,
+                    anyio.create_task_group() as group,
+                ):
+                    connecting.deadline = math.inf
+                    while job is not None:
+                        group.start_soon(self._do, client, job)
+                        job = await self._jobs.get()
+                    group.cancel_scope.cancel()
+            if connecting.cancelled_caught:
+                failure = _timeout_failure(self._server, max(remaining, 0.0))
+        except BaseExceptionGroup as group_error:
+            matched, rest = group_error.split(Exception)
+            if rest is not None:  # cancellation and friends travel on
+                raise
+            assert matched is not None
+            failure = _as_failure(self._server, matched, self._status, remaining)
+        except Exception as exc:
+            failure = _as_failure(self._server, exc, self._status, remaining)
+        finally:
+            self.closed = True
+            if failure is None:
+                failure = _Failure(
+                    http_error(502, "The MCP session was closed."),
+                    "The MCP session was closed.",
+                    "http_error",
+                )
+            for future in self._waiting:
+                if not future.done():
+                    future.set_exception(failure)
+
+    async def _do(self, client: Client, job: _Job) -> None:
+        import anyio
+
+        operation, deadline, future = job
+        remaining = deadline - time.monotonic()
+        try:
+            if remaining <= 0:
+                raise _timeout_failure(self._server, 0.0)
+            with anyio.fail_after(remaining):
+                result = await operation(client, remaining)
+        except TimeoutError:
+            failure = _timeout_failure(self._server, remaining)
+        except Exception as exc:
+            failure = _as_failure(self._server, exc, self._status, remaining)
+        else:
+            if not future.done():
+                future.set_result(result)
+            return
+        if not future.done():
+            future.set_exception(failure)
 
 
 # --------------------------------------------------------------------------- helpers
@@ -891,6 +1059,16 @@ def _raise_failure(
     logger.warning("unexpected MCP client error for %r: %s", server.label, type(first).__name__)
     message = "The MCP client failed."
     raise _Failure(protocol_error(INTERNAL_ERROR, message), message, "mcp_protocol_error")
+
+
+def _as_failure(
+    server: McpServer, exc: BaseException, status: _StatusRecorder, budget: float
+) -> _Failure:
+    """What :func:`_raise_failure` would raise for ``exc``."""
+    try:
+        _raise_failure(server, exc, status, budget)
+    except _Failure as failure:
+        return failure
 
 
 def _http_failure(code: int, reason: str) -> _Failure:

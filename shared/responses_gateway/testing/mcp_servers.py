@@ -19,6 +19,8 @@ the legacy SSE transport (``/sse``) by :func:`start_mcp_server`, in a uvicorn th
 - ``auth_required``: the ``calc`` tools, behind HTTP 401 unless ``Authorization: Bearer
   <MCP_TEST_TOKEN>`` is sent.
 
+:class:`SessionCounter` wraps any of their apps to count sessions, connections and their ends.
+
 DNS-rebinding protection of the SDK is off, so tests can send any ``Host`` header (the gateway's
 pinned transport keeps the URL's host name while dialling loopback). Importing this module
 imports the SDK; production code never imports it.
@@ -37,7 +39,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, Tool as McpToolDefinition, ToolAnnotations
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.testing.server import RunningServer, run_in_thread
 
@@ -49,6 +51,7 @@ __all__ = [
     "McpServerPool",
     "McpTransport",
     "RunningMcpServer",
+    "SessionCounter",
     "create_mcp_app",
     "start_mcp_server",
 ]
@@ -285,6 +288,71 @@ def _require_token(app: ASGIApp, token: str) -> ASGIApp:
         await app(scope, receive, send)
 
     return guarded
+
+
+_HANDSHAKES = frozenset({"initialize", "server/discover"})
+"""The first request of a session: ``server/discover`` (2026 protocol) or ``initialize``."""
+
+
+class SessionCounter:
+    """ASGI wrapper around an MCP app (thread-safe): counts handshakes (sessions opened), the
+    TCP connections requests came over, and the legacy SSE streams that were opened and that
+    ended (the server saw the client go): :meth:`wait_closed` blocks until enough ended."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+        self._changed = threading.Condition()
+        self.handshakes = 0
+        self.streams_opened = 0
+        self.streams_ended = 0
+        self.connections: set[object] = set()
+
+    def _bump(self, field: str) -> None:
+        with self._changed:
+            setattr(self, field, getattr(self, field) + 1)
+            self._changed.notify_all()
+
+    def wait_closed(self, streams: int) -> tuple[int, int]:
+        """``(opened, ended)`` SSE streams once ``streams`` have ended (or after 10 s)."""
+        with self._changed:
+            self._changed.wait_for(lambda: self.streams_ended >= streams, timeout=10)
+            return self.streams_opened, self.streams_ended
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        with self._changed:
+            self.connections.add(tuple(scope.get("client") or ()))
+        if scope["method"] == "GET" and scope["path"].endswith("/sse"):
+            self._bump("streams_opened")
+            try:
+                await self._app(scope, receive, send)
+            finally:
+                self._bump("streams_ended")
+            return
+        if scope["method"] != "POST":
+            await self._app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        body = b""
+        while True:
+            message = await receive()
+            messages.append(message)
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            method = json.loads(body).get("method")
+        except (ValueError, AttributeError):
+            method = None
+        if method in _HANDSHAKES:
+            self._bump("handshakes")
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await self._app(scope, replay, send)
 
 
 def create_mcp_app(

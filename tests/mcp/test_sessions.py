@@ -1,0 +1,203 @@
+"""McpSessions: one session per server for a run's listing and calls, closed at the run's end.
+
+The HTTP server is the SDK's ``calc`` server behind
+:class:`~responses_gateway.testing.mcp_servers.SessionCounter` (handshakes, TCP connections, and
+legacy SSE streams opened and ended); the stdio server is ``tests/mcp/stdio_server.py``
+started through a launcher that records each process id, so spawns can be counted and their
+ends observed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from responses_gateway.mcp import McpClient, McpPolicy, McpServer, McpSessions
+from responses_gateway.testing.mcp_servers import HangControl, SessionCounter, create_mcp_app
+from responses_gateway.testing.server import run_in_thread
+
+SERVER_SCRIPT = str(Path(__file__).with_name("stdio_server.py"))
+
+
+@pytest.fixture
+def counted() -> Iterator[tuple[SessionCounter, str]]:
+    """The ``calc`` server over streamable HTTP, counted."""
+    counter = SessionCounter(create_mcp_app("calc"))
+    with run_in_thread(counter) as server:
+        yield counter, f"{server.url}/mcp"
+
+
+@pytest.fixture
+def counted_sse() -> Iterator[tuple[SessionCounter, str]]:
+    """The ``calc`` server over the legacy SSE transport (a stream per session), counted."""
+    counter = SessionCounter(create_mcp_app("calc", "sse"))
+    with run_in_thread(counter) as server:
+        yield counter, f"{server.url}/sse"
+
+
+@pytest.fixture
+def client() -> McpClient:
+    return McpClient(McpPolicy(allow_http=True, allow_loopback=True))
+
+
+async def test_a_listing_and_two_calls_share_one_session_and_connection(
+    client: McpClient, counted: tuple[SessionCounter, str]
+) -> None:
+    counter, url = counted
+    server = McpServer("calc", url=url)
+    sessions = McpSessions()
+
+    tools = await client.list_tools(server, sessions=sessions)
+    first = await client.call_tool(server, "add", {"a": 1, "b": 2}, sessions=sessions)
+    second = await client.call_tool(server, "add", '{"a":3,"b":4}', sessions=sessions)
+    await sessions.aclose()
+
+    assert [t.name for t in tools] == ["add", "divide", "repeat"]
+    assert (first.output, second.output) == ("3.0", "7.0")
+    assert counter.handshakes == 1
+    assert len(counter.connections) == 1
+
+
+async def test_without_sessions_every_operation_has_its_own(
+    client: McpClient, counted: tuple[SessionCounter, str]
+) -> None:
+    counter, url = counted
+    server = McpServer("calc", url=url)
+
+    await client.list_tools(server)
+    await client.call_tool(server, "add", {"a": 1, "b": 2})
+
+    assert counter.handshakes == 2
+    assert len(counter.connections) == 2
+
+
+async def test_the_session_stays_open_for_the_run_and_ends_with_it(
+    client: McpClient, counted_sse: tuple[SessionCounter, str]
+) -> None:
+    counter, url = counted_sse
+    server = McpServer("calc", url=url)
+    sessions = McpSessions()
+
+    await client.list_tools(server, sessions=sessions)
+    added = await client.call_tool(server, "add", {"a": 1, "b": 2}, sessions=sessions)
+    assert added.output == "3.0"
+    assert (counter.handshakes, counter.streams_opened, counter.streams_ended) == (1, 1, 0)
+
+    await sessions.aclose()
+    assert counter.wait_closed(1) == (1, 1)
+
+
+async def test_a_failed_call_keeps_the_session_and_it_still_ends(
+    client: McpClient, counted_sse: tuple[SessionCounter, str]
+) -> None:
+    counter, url = counted_sse
+    server = McpServer("calc", url=url)
+    sessions = McpSessions()
+
+    failed = await client.call_tool(server, "divide", {"a": 1, "b": 0}, sessions=sessions)
+    unknown = await client.call_tool(server, "nope", {}, sessions=sessions)
+    ok = await client.call_tool(server, "add", {"a": 1, "b": 1}, sessions=sessions)
+    await sessions.aclose()
+
+    assert failed.error is not None and failed.error["type"] == "mcp_tool_execution_error"
+    assert unknown.error is not None
+    assert ok.output == "2.0"
+    assert counter.handshakes == 1
+    assert counter.wait_closed(1) == (1, 1)
+
+
+async def test_concurrent_calls_share_the_session(
+    client: McpClient, counted: tuple[SessionCounter, str]
+) -> None:
+    counter, url = counted
+    server = McpServer("calc", url=url)
+    sessions = McpSessions()
+
+    results = await asyncio.gather(
+        *(client.call_tool(server, "add", {"a": i, "b": 1}, sessions=sessions) for i in range(3))
+    )
+    await sessions.aclose()
+
+    assert [r.output for r in results] == ["1.0", "2.0", "3.0"]
+    assert counter.handshakes == 1
+
+
+async def test_a_closed_set_opens_a_new_session_when_used_again(
+    client: McpClient, counted_sse: tuple[SessionCounter, str]
+) -> None:
+    counter, url = counted_sse
+    server = McpServer("calc", url=url)
+    sessions = McpSessions()
+
+    await client.call_tool(server, "add", {"a": 1, "b": 2}, sessions=sessions)
+    await sessions.aclose()
+    again = await client.call_tool(server, "add", {"a": 2, "b": 2}, sessions=sessions)
+    await sessions.aclose()
+
+    assert again.output == "4.0"
+    assert counter.wait_closed(2) == (2, 2)
+
+
+def _launcher(log: Path) -> McpServer:
+    """The stdio test server, started through ``-c`` code that first appends its pid to ``log``."""
+    code = (
+        "import os, runpy, sys;"
+        f"open({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n');"
+        f"sys.argv = [{SERVER_SCRIPT!r}];"
+        f"runpy.run_path({SERVER_SCRIPT!r}, run_name='__main__')"
+    )
+    return McpServer(
+        "local", transport="stdio", command=sys.executable, args=("-c", code), trusted=True
+    )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+async def test_a_stdio_server_is_spawned_once_per_run_and_stopped_at_its_end(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log)
+    sessions = McpSessions()
+
+    tools = await client.list_tools(server, sessions=sessions)
+    first = await client.call_tool(server, "echo", {"text": "a"}, sessions=sessions)
+    failed = await client.call_tool(server, "fail", {}, sessions=sessions)
+    second = await client.call_tool(server, "echo", {"text": "b"}, sessions=sessions)
+
+    assert "echo" in [t.name for t in tools]
+    assert (first.output, second.output) == ("a", "b")
+    assert failed.error is not None
+    pids = [int(line) for line in log.read_text().split()]
+    assert len(pids) == 1 and _alive(pids[0])
+    await sessions.aclose()
+    assert not _alive(pids[0])
+
+
+async def test_a_cancelled_run_still_ends_its_session(client: McpClient) -> None:
+    hang = HangControl()
+    counter = SessionCounter(create_mcp_app("hanging", "sse", hang=hang))
+    with run_in_thread(counter) as running:
+        server = McpServer("hanging", url=f"{running.url}/sse")
+        sessions = McpSessions()
+        call = asyncio.create_task(client.call_tool(server, "hang", {}, sessions=sessions))
+        await asyncio.to_thread(hang.started.wait, 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert counter.streams_ended == 0
+
+        await sessions.aclose()
+        assert counter.wait_closed(1) == (1, 1)
+        hang.release()
