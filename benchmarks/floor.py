@@ -18,7 +18,8 @@ Rows (medians; ratios to the pass-through of the same run):
 - first create after a cold start (uvicorn serving ``streaming_app``: spawn to ``/health``, then
   one stored create against an embedded DynamoDB), then the first create with MCP tools minus
   the second one (what the first MCP request pays for importing and connecting);
-- MCP stdio per operation: (create with list + call + 2 model calls - 2 plain creates) / 2;
+- MCP stdio per operation: (create with list + call + 2 model calls - 2 plain creates) / 2, the
+  run's MCP cost shared by its two operations (one process per run since the sessions are reused);
 - artifact size per function (from ``--build-dir`` when ``sam build`` made one);
 - throughput (requests per second) at 16 and 64 concurrent clients, non-streaming and
   streaming, gateway against pass-through;
@@ -497,7 +498,12 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             "ms",
         )
     if "stdio" in results:
-        row("MCP stdio server, per operation", results["stdio"]["per_operation_ms"], None, "ms")
+        row(
+            "MCP stdio server, per operation (list + call, one run)",
+            results["stdio"]["per_operation_ms"],
+            None,
+            "ms",
+        )
     for name, figures in results.get("sizes", {}).items():
         if name.endswith("Function"):
             row(f"artifact {name} (unzipped)", figures["unzipped_mb"], None, "MB")
