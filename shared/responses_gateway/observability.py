@@ -285,7 +285,7 @@ class PowertoolsTelemetry:
     def request_finished(self, record: RequestRecord) -> None:
         """Flush the request's metrics, then write its log line (so once the line is visible,
         so are the metrics)."""
-        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+        from aws_lambda_powertools.metrics import MetricUnit
 
         self.metrics.add_metric(name="Requests", unit=MetricUnit.Count, value=1)
         self.metrics.add_metric(
@@ -301,14 +301,7 @@ class PowertoolsTelemetry:
                 self.metrics.add_metric(name=name, unit=MetricUnit.Count, value=value)
         self.metrics.flush_metrics()
         if record.error_type is not None:
-            with single_metric(
-                name="Errors",
-                unit=MetricUnit.Count,
-                value=1,
-                namespace=self.namespace,
-                default_dimensions=self._dimensions,
-            ) as metric:
-                metric.add_dimension(name="ErrorType", value=record.error_type)
+            self._dimensioned("Errors", MetricUnit.Count, 1, "ErrorType", record.error_type)
         fields = record.access_fields()
         fields.pop("api_key_id")  # appended as a key at the start of the request
         self.logger.info(
@@ -318,10 +311,23 @@ class PowertoolsTelemetry:
         self.logger.remove_keys(["api_key_id", "lambda_request_id", "cold_start"])
         self.logger.set_correlation_id(None)
 
+    def _dimensioned(self, name: str, unit: Any, value: float, dimension: str, label: str) -> None:
+        """One metric in its own EMF document, with one dimension beyond the function's."""
+        from aws_lambda_powertools.metrics import single_metric
+
+        with single_metric(
+            name=name,
+            unit=unit,
+            value=value,
+            namespace=self.namespace,
+            default_dimensions=self._dimensions,
+        ) as metric:
+            metric.add_dimension(name=dimension, value=label)
+
     def usage_recorded(self, entry: UsageEntry) -> None:
         """Metrics of one response the ledger counted: tokens, cost and calls by model, and
         background runs by status (one EMF document each)."""
-        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+        from aws_lambda_powertools.metrics import MetricUnit
 
         counts = entry.counts
         by_model = {
@@ -332,39 +338,24 @@ class PowertoolsTelemetry:
             "ModelCostUSD": float(counts.cost_usd),
         }
         for name, value in by_model.items():
-            with single_metric(
-                name=name,
-                unit=MetricUnit.Count if name != "ModelCostUSD" else MetricUnit.NoUnit,
-                value=value,
-                namespace=self.namespace,
-                default_dimensions=self._dimensions,
-            ) as metric:
-                metric.add_dimension(name="Model", value=entry.model[:250] or "unknown")
+            self._dimensioned(
+                name,
+                MetricUnit.Count if name != "ModelCostUSD" else MetricUnit.NoUnit,
+                value,
+                "Model",
+                entry.model[:250] or "unknown",
+            )
         if entry.background:
-            with single_metric(
-                name="BackgroundRuns",
-                unit=MetricUnit.Count,
-                value=1,
-                namespace=self.namespace,
-                default_dimensions=self._dimensions,
-            ) as metric:
-                metric.add_dimension(name="Status", value=entry.status)
+            self._dimensioned("BackgroundRuns", MetricUnit.Count, 1, "Status", entry.status)
 
     def upstream_response(self, status: int, latency_ms: float) -> None:
-        from aws_lambda_powertools.metrics import MetricUnit, single_metric
+        from aws_lambda_powertools.metrics import MetricUnit
 
         self.metrics.add_metric(
             name="UpstreamLatency", unit=MetricUnit.Milliseconds, value=latency_ms
         )
         if status >= 400:
-            with single_metric(
-                name="UpstreamErrors",
-                unit=MetricUnit.Count,
-                value=1,
-                namespace=self.namespace,
-                default_dimensions=self._dimensions,
-            ) as metric:
-                metric.add_dimension(name="Status", value=str(status))
+            self._dimensioned("UpstreamErrors", MetricUnit.Count, 1, "Status", str(status))
 
 
 def make_telemetry(function: FunctionKind) -> Telemetry:
