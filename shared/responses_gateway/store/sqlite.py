@@ -1333,19 +1333,37 @@ class SqliteStore:
     def _list_requests(
         self, conn: sqlite3.Connection, tenant: str, before: str | None, limit: int
     ) -> RequestPage:
-        limit = max(1, limit)
-        rows = conn.execute(
+        rows, cursor = self._keyset_page(
+            conn,
             "SELECT log_key, body, enc FROM usage_entries INDEXED BY usage_entries_log "
             "WHERE tenant = ? AND log_key IS NOT NULL AND log_key < ? AND expires_at > ? "
             "ORDER BY log_key DESC LIMIT ?",
-            (tenant, before if before is not None else "~", self._now(), limit + 1),
-        ).fetchall()
-        more = len(rows) > limit
-        rows = rows[:limit]
+            tenant,
+            before,
+            limit,
+        )
         entries = [_entry_of(_value(body, enc)) for _, body, enc in rows]
         for entry in entries:
             entry.content = None  # one record's read returns it, never a page
-        return RequestPage(entries=entries, next_cursor=rows[-1][0] if more else None)
+        return RequestPage(entries=entries, next_cursor=cursor)
+
+    def _keyset_page(
+        self,
+        conn: sqlite3.Connection,
+        sql: str,
+        tenant: str,
+        before: str | None,
+        limit: int,
+    ) -> tuple[list[Any], str | None]:
+        """A newest-first page of ``sql`` (parameters: tenant, key bound, now, row count) keyed by
+        its first column: at most ``limit`` rows, and the next page's cursor (None on the last)."""
+        limit = max(1, limit)
+        rows = conn.execute(
+            sql, (tenant, before if before is not None else "~", self._now(), limit + 1)
+        ).fetchall()
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return rows, (rows[-1][0] if more else None)
 
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:
         return await self._read("get_spend", self._spend, tenant, now)
@@ -1527,18 +1545,15 @@ class SqliteStore:
     def _list_traces(
         self, conn: sqlite3.Connection, tenant: str, before: str | None, limit: int
     ) -> TracePage:
-        limit = max(1, limit)
-        rows = conn.execute(
+        rows, cursor = self._keyset_page(
+            conn,
             "SELECT listed, summary FROM traces WHERE tenant = ? AND listed < ? "
             "AND expires_at > ? ORDER BY listed DESC LIMIT ?",
-            (tenant, before if before is not None else "~", self._now(), limit + 1),
-        ).fetchall()
-        more = len(rows) > limit
-        rows = rows[:limit]
-        return TracePage(
-            traces=[json.loads(summary) for _, summary in rows],
-            next_cursor=rows[-1][0] if more else None,
+            tenant,
+            before,
+            limit,
         )
+        return TracePage(traces=[json.loads(summary) for _, summary in rows], next_cursor=cursor)
 
     async def get_trace(
         self, tenant: str, trace_id: str
