@@ -3,8 +3,9 @@
 ``openai_base_url`` makes Codex open ``ws://HOST/v1/responses`` first (``real-clients.md``); with
 the upgrade refused it prints ``Reconnecting... n/5`` and falls back to HTTP, several seconds
 later. The test asserts the socket is used (the gateway counts upgrades), that none of those
-lines appear, that the turn is answered, and that a turn takes at most 1.5x the same turn over a
-custom HTTP provider (medians of alternating runs).
+lines appear, and that the turn is answered. The turn's duration over the socket and over a custom
+HTTP provider (medians of alternating runs) is printed for the record, not asserted: a timed
+assertion fails on a loaded machine and proves nothing the absent fallback lines do not.
 """
 
 from __future__ import annotations
@@ -147,4 +148,3 @@ def test_codex_uses_the_socket_with_openai_base_url(
     socket_turn, http_turn = statistics.median(socket_times), statistics.median(http_times)
     print(f"\ncodex turn: socket {socket_turn:.2f}s, custom HTTP provider {http_turn:.2f}s")
     print(f"codex printed (last socket run):\n{printed}")
-    assert socket_turn <= 1.5 * http_turn, (socket_times, http_times)
