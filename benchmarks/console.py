@@ -20,7 +20,9 @@ the load time of the Requests page over a large log.
   median of ``2 * --loads + 1`` each (the server's and the store's share). The baseline (100
   entries by default: one full page, so both render
   the same 100 rows) tells what the log's size costs: the page reads one Query of its newest
-  100 entries whatever the log holds. The read units of that Query are reported for both.
+  100 entries whatever the log holds. The read units of that Query are reported for both, and
+  the CPU time of one page read in this process (store client plus the embedded DynamoDB, whose
+  Query walks the whole partition in Python where DynamoDB reads only the page).
 
 Usage::
 
@@ -148,6 +150,18 @@ async def page_units(store: object, tenant: str) -> float:
     meter.reset()
     await store.list_requests(tenant, limit=100)  # type: ignore[attr-defined]
     return float(meter.snapshot()["list_requests"].read_units)
+
+
+async def page_cpu(store: object, tenants: list[str], reads: int) -> dict[str, float]:
+    """Per tenant: the median CPU time of this process (the store client and the embedded
+    DynamoDB, which runs in it) for one page read, the tenants alternating."""
+    spent: dict[str, list[float]] = {name: [] for name in tenants}
+    for i in range(reads):
+        for name in tenants if i % 2 == 0 else list(reversed(tenants)):
+            c0 = time.process_time()
+            await store.list_requests(name, limit=100)  # type: ignore[attr-defined]
+            spent[name].append((time.process_time() - c0) * 1000)
+    return {name: round(statistics.median(values), 2) for name, values in spent.items()}
 
 
 async def units(store: object, tenant: str) -> dict:
@@ -297,6 +311,9 @@ def main() -> None:
     result["dynamodb"]["requests_page_read_units"] = {  # type: ignore[index]
         tenant: asyncio.run(page_units(store, tenant)) for tenant in tenants
     }
+    result["dynamodb"]["requests_page_read_cpu_ms"] = asyncio.run(  # type: ignore[index]
+        page_cpu(store, list(tenants), args.loads * 2 + 1)
+    )
     config = parse_config(
         {
             "providers": [
