@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -144,3 +145,38 @@ def test_revoke_keeps_other_entries_and_comments_of_a_line(tmp_path: Path) -> No
     assert path.read_text() == "sk-b:beta  # team keys\nsk-bare\n"
     assert [k.key_id for k in LocalKeyFile(path).revoke("local")] == [key_id_of("sk-bare")]
     assert path.read_text() == "sk-b:beta  # team keys\n"
+
+
+class _PlanRefusing:
+    """An API Gateway client whose ``plan`` refuses new keys (moto checks no plan id)."""
+
+    def __init__(self, client: Any, plan: str) -> None:
+        self._client = client
+        self._plan = plan
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def create_usage_plan_key(self, **request: Any) -> Any:
+        if request["usagePlanId"] == self._plan:
+            raise RuntimeError("NotFoundException: Invalid Usage Plan ID specified")
+        return self._client.create_usage_plan_key(**request)
+
+
+def test_a_key_joins_every_plan_or_none(plan: tuple[object, str]) -> None:
+    """A new key joins the WebSocket API's plan too; one that cannot is deleted again."""
+    client, plan_id = plan
+    socket_plan = client.create_usage_plan(name="socket")["id"]  # type: ignore[attr-defined]
+    keys = ApiGatewayKeys(client, plan_id, more_plan_ids=[socket_plan])
+    created = keys.create("acme")
+    for each in (plan_id, socket_plan):
+        in_plan = client.get_usage_plan_keys(usagePlanId=each)["items"]  # type: ignore[attr-defined]
+        assert [k["id"] for k in in_plan] == [created.info.key_id]
+
+    broken = ApiGatewayKeys(
+        _PlanRefusing(client, socket_plan), plan_id, more_plan_ids=[socket_plan]
+    )
+    with pytest.raises(RuntimeError, match="Invalid Usage Plan"):
+        broken.create("acme")
+    remaining = client.get_api_keys()["items"]  # type: ignore[attr-defined]
+    assert [k["id"] for k in remaining] == [created.info.key_id]

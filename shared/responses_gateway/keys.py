@@ -7,10 +7,12 @@ Owns the two places keys live:
   key stops working on the next request. Written atomically (a new file renamed over the old
   one), mode 0600;
 - :class:`ApiGatewayKeys`: the deployed stack's API Gateway API keys in its usage plan. A key is
-  created enabled, tagged with its tenant (``gateway-tenant``) and added to the plan; revoking
-  deletes it. API Gateway then refuses it at once for new authorizer evaluations; an answer the
-  authorizer cached (``AuthorizerCacheSeconds``, default 300 s) may still let it through until
-  that TTL ends. Deployed, the tenant scoping stored state is the key's id (see tenancy).
+  created enabled, tagged with its tenant (``gateway-tenant``) and added to the plan, and to the
+  WebSocket API's plan when the stack has one; revoking deletes it. API Gateway then refuses it
+  at once for new authorizer evaluations; an answer the authorizer cached
+  (``AuthorizerCacheSeconds``, default 300 s) may still let it through until that TTL ends.
+  Deployed, the tenant scoping stored state is the key's id (see tenancy).
+  :class:`StackKeys` finds a stack's plans on first use (the console's Keys page, deployed).
 
 A key's value is returned once, by ``create``, and never listed, logged or stored in clear by
 this module (the local file holds keys by necessity: it is the gateway's key store). Listings
@@ -23,21 +25,42 @@ import builtins
 import os
 import secrets
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from responses_gateway.tenancy import key_id_of, valid_tenant
 
-__all__ = ["TENANT_TAG", "ApiGatewayKeys", "CreatedKey", "KeyInfo", "KeysError", "LocalKeyFile"]
+__all__ = [
+    "PLAN_OUTPUT",
+    "SOCKET_PLAN_OUTPUT",
+    "TENANT_TAG",
+    "ApiGatewayKeys",
+    "CreatedKey",
+    "KeyInfo",
+    "KeysError",
+    "KeysUnavailableError",
+    "LocalKeyFile",
+    "StackKeys",
+]
 
 TENANT_TAG = "gateway-tenant"
 """The tag naming a deployed API key's tenant."""
+PLAN_OUTPUT = "UsagePlanId"
+"""The stack output naming the REST API's usage plan (the keys listed and revoked)."""
+SOCKET_PLAN_OUTPUT = "SocketUsagePlanId"
+"""The stack output naming the WebSocket API's usage plan (new keys join it too)."""
 
 
 class KeysError(ValueError):
     """A key operation cannot be done (bad tenant, no such key, missing stack output)."""
+
+
+class KeysUnavailableError(KeysError):
+    """Where the keys live cannot be found (the stack lacks its usage plan's output): no fault
+    of the request."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,20 +182,25 @@ class LocalKeyFile:
 
 
 class ApiGatewayKeys:
-    """API keys of a deployed stack's usage plan (boto3 ``apigateway`` client)."""
+    """API keys of a deployed stack's usage plan (boto3 ``apigateway`` client); new keys also
+    join ``more_plan_ids`` (the WebSocket API's plan), so one key works on both APIs."""
 
-    def __init__(self, client: Any, usage_plan_id: str) -> None:
+    def __init__(
+        self, client: Any, usage_plan_id: str, *, more_plan_ids: Sequence[str] = ()
+    ) -> None:
         self._client = client
         self.usage_plan_id = usage_plan_id
+        self.more_plan_ids = tuple(more_plan_ids)
 
     @classmethod
     def for_stack(
         cls, stack: str, *, region: str | None, endpoint_url: str | None = None
     ) -> ApiGatewayKeys:
-        """The keys of the stack named ``stack`` (its ``UsagePlanId`` output).
+        """The keys of the stack named ``stack`` (its ``UsagePlanId`` output, and its
+        ``SocketUsagePlanId`` output when it has one).
 
         Raises:
-            KeysError: the stack has no such output.
+            KeysUnavailableError: the stack has no ``UsagePlanId`` output.
         """
         import boto3  # type: ignore[import-untyped]
 
@@ -180,20 +208,29 @@ class ApiGatewayKeys:
             "cloudformation", region_name=region, endpoint_url=endpoint_url
         )
         outputs = cloudformation.describe_stacks(StackName=stack)["Stacks"][0].get("Outputs", [])
-        for output in outputs:
-            if output.get("OutputKey") == "UsagePlanId":
-                return cls.connect(output["OutputValue"], region=region, endpoint_url=endpoint_url)
-        raise KeysError(f"stack {stack!r} has no UsagePlanId output")
+        found = {output.get("OutputKey"): output.get("OutputValue") for output in outputs}
+        if not found.get(PLAN_OUTPUT):
+            raise KeysUnavailableError(f"stack {stack!r} has no {PLAN_OUTPUT} output")
+        more = [found[SOCKET_PLAN_OUTPUT]] if found.get(SOCKET_PLAN_OUTPUT) else []
+        return cls.connect(
+            found[PLAN_OUTPUT], region=region, endpoint_url=endpoint_url, more_plan_ids=more
+        )
 
     @classmethod
     def connect(
-        cls, usage_plan_id: str, *, region: str | None, endpoint_url: str | None = None
+        cls,
+        usage_plan_id: str,
+        *,
+        region: str | None,
+        endpoint_url: str | None = None,
+        more_plan_ids: Sequence[str] = (),
     ) -> ApiGatewayKeys:
         import boto3
 
         return cls(
             boto3.client("apigateway", region_name=region, endpoint_url=endpoint_url),
             usage_plan_id,
+            more_plan_ids=more_plan_ids,
         )
 
     def _plan_key_ids(self) -> set[str]:
@@ -205,7 +242,8 @@ class ApiGatewayKeys:
         return ids
 
     def create(self, tenant: str) -> CreatedKey:
-        """Create an enabled key tagged with ``tenant`` and add it to the usage plan."""
+        """Create an enabled key tagged with ``tenant`` and add it to the usage plans (a
+        failure on the way deletes it again, so no half-made key is left)."""
         _check_tenant(tenant)
         created = self._client.create_api_key(
             name=f"{tenant}-{secrets.token_hex(4)}",
@@ -216,9 +254,10 @@ class ApiGatewayKeys:
         )
         key_id = created["id"]
         try:
-            self._client.create_usage_plan_key(
-                usagePlanId=self.usage_plan_id, keyId=key_id, keyType="API_KEY"
-            )
+            for plan_id in (self.usage_plan_id, *self.more_plan_ids):
+                self._client.create_usage_plan_key(
+                    usagePlanId=plan_id, keyId=key_id, keyType="API_KEY"
+                )
         except BaseException:
             self._client.delete_api_key(apiKey=key_id)
             raise
@@ -251,3 +290,33 @@ class ApiGatewayKeys:
         for key in doomed:
             self._client.delete_api_key(apiKey=key.key_id)
         return doomed
+
+
+class StackKeys:
+    """A deployed stack's keys (:class:`ApiGatewayKeys`), its usage plans found on first use
+    from the stack's outputs (one ``DescribeStacks``, then kept; a failed look-up is tried
+    again next time). Its methods block (boto3): call them off the event loop. Holds no key."""
+
+    def __init__(self, stack: str, *, region: str | None, endpoint_url: str | None = None) -> None:
+        self.stack = stack
+        self._region = region
+        self._endpoint_url = endpoint_url
+        self._lock = threading.Lock()
+        self._keys: ApiGatewayKeys | None = None
+
+    def _resolved(self) -> ApiGatewayKeys:
+        with self._lock:
+            if self._keys is None:
+                self._keys = ApiGatewayKeys.for_stack(
+                    self.stack, region=self._region, endpoint_url=self._endpoint_url
+                )
+            return self._keys
+
+    def create(self, tenant: str) -> CreatedKey:
+        return self._resolved().create(tenant)
+
+    def list(self, tenant: str | None = None) -> builtins.list[KeyInfo]:
+        return self._resolved().list(tenant)
+
+    def revoke(self, tenant: str, key_id: str | None = None) -> builtins.list[KeyInfo]:
+        return self._resolved().revoke(tenant, key_id)

@@ -11,14 +11,19 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
+import boto3
 import pytest
 
+from responses_gateway.keys import TENANT_TAG
 from responses_gateway.store.base import StoredResponse
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.store.local import LocalDynamo
+
+from .conftest import load_entry
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 
@@ -29,6 +34,9 @@ ITEMS = "/v1/conversations/{conversation_id}/items"
 ITEM = "/v1/conversations/{conversation_id}/items/{item_id}"
 RESPONSE = "/v1/responses/{response_id}"
 INPUT_ITEMS = "/v1/responses/{response_id}/input_items"
+KEYS = "/v1/console/keys"
+KEY = "/v1/console/keys/{key_id}"
+KEY_OPS = "kops0p3r4t"
 
 
 def _call(handler: Handler, event: dict[str, Any], context: Any) -> tuple[int, Any, dict[str, Any]]:
@@ -292,3 +300,118 @@ def test_logs_carry_the_request_id_and_no_body(
     everything = json.dumps(lines)
     assert secret_text not in everything
     assert "gw-key-value" not in everything
+
+
+def _stack_template(stack: str, with_outputs: bool) -> str:
+    """A stand-in stack: the real one's outputs name its two usage plans (moto's CloudFormation
+    cannot build API Gateway usage plans, so they come in as parameters)."""
+    marker = {"Type": "String", "Name": f"/stand-in/{stack}", "Value": "stand-in"}
+    template: dict[str, Any] = {
+        "Parameters": {"Plan": {"Type": "String"}, "SocketPlan": {"Type": "String"}},
+        "Resources": {"Marker": {"Type": "AWS::SSM::Parameter", "Properties": marker}},
+    }
+    if with_outputs:
+        template["Outputs"] = {
+            "UsagePlanId": {"Value": {"Ref": "Plan"}},
+            "SocketUsagePlanId": {"Value": {"Ref": "SocketPlan"}},
+        }
+    return json.dumps(template)
+
+
+def test_console_keys_administer_the_stacks_api_gateway_keys(
+    deployed_env: dict[str, str],
+    dynamo: LocalDynamo,
+    make_event: Any,
+    lambda_context: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # GIVEN a stack whose usage plans (REST and WebSocket) live in moto's API Gateway, and the
+    # buffered function told its stack name as the template tells it
+    stack = f"gw-{uuid.uuid4().hex[:8]}"
+    env = {
+        **deployed_env,
+        "GATEWAY_OPERATOR_TENANTS": KEY_OPS,
+        "GATEWAY_KEYS_STACK": stack,
+        "AWS_ENDPOINT_URL": dynamo.endpoint_url,  # API Gateway and CloudFormation: moto
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    aws = {"region_name": dynamo.region, "endpoint_url": dynamo.endpoint_url}
+    apigateway = boto3.client("apigateway", **aws)
+    cloudformation = boto3.client("cloudformation", **aws)
+    api = apigateway.create_rest_api(name=stack)["id"]
+    plan, socket_plan = (
+        apigateway.create_usage_plan(
+            name=f"{stack}-{kind}", apiStages=[{"apiId": api, "stage": "prod"}]
+        )["id"]
+        for kind in ("rest", "socket")
+    )
+    parameters = [
+        {"ParameterKey": "Plan", "ParameterValue": plan},
+        {"ParameterKey": "SocketPlan", "ParameterValue": socket_plan},
+    ]
+    cloudformation.create_stack(
+        StackName=stack, TemplateBody=_stack_template(stack, False), Parameters=parameters
+    )
+    handler: Handler = load_entry("buffered", "buffered_handler.py", env).handler
+
+    def call(
+        method: str, resource: str, path: str, key_id: str = KEY_OPS, body: Any = None
+    ) -> tuple[int, Any]:
+        status, answer, _ = _call(
+            handler, make_event(method, resource, path, key_id=key_id, body=body), lambda_context
+        )
+        return status, answer
+
+    # WHEN the stack does not name its plans yet THEN the Keys page hears why (and nothing is kept)
+    status, answer = call("GET", KEYS, KEYS)
+    assert (status, answer["error"]["code"]) == (500, "keys_unavailable")
+    assert stack in answer["error"]["message"]
+    cloudformation.update_stack(
+        StackName=stack, TemplateBody=_stack_template(stack, True), Parameters=parameters
+    )
+    # a tenant's key may not administer keys
+    assert call("GET", KEYS, KEYS, key_id=KEY_A)[0] == 403
+    assert call("POST", KEYS, KEYS, key_id=KEY_A, body={"tenant": "team-b"})[0] == 403
+
+    # WHEN an operator key creates a key THEN it exists, tagged, enabled, in both plans
+    status, created = call("POST", KEYS, KEYS, body={"tenant": "team-b"})
+    assert status == 201, created
+    key_id, value = created["id"], created["value"]
+    assert (created["tenant"], created["enabled"], value[:6]) == ("team-b", True, "sk-gw-")
+    key = apigateway.get_api_key(apiKey=key_id, includeValue=True)
+    assert (key["value"], key["enabled"], key["tags"]) == (value, True, {TENANT_TAG: "team-b"})
+    for plan_id in (plan, socket_plan):
+        assert [k["id"] for k in apigateway.get_usage_plan_keys(usagePlanId=plan_id)["items"]] == [
+            key_id
+        ]
+
+    # the plans were read once: the stack's outputs are not read again
+    cloudformation.delete_stack(StackName=stack)
+    status, listed = call("GET", KEYS, KEYS)
+    assert status == 200, listed
+    assert listed["data"] == [
+        {
+            "object": "gateway.api_key",
+            "id": key_id,
+            "tenant": "team-b",
+            "enabled": True,
+            "name": created["name"],
+        }
+    ]
+    assert value not in json.dumps(listed)  # a listing never shows a key
+    assert call("GET", KEYS, f"{KEYS}?tenant=other")[1]["data"] == []
+
+    # WHEN it is revoked THEN it is gone (AWS drops a deleted key from its plans; moto keeps
+    # the plan entries of deleted keys, so the listing's join is what shows it gone)
+    path = f"{KEYS}/{key_id}?tenant=team-b"
+    assert call("DELETE", KEY, path) == (
+        200,
+        {"object": "gateway.api_key.deleted", "id": key_id, "deleted": True},
+    )
+    assert key_id not in [k["id"] for k in apigateway.get_api_keys()["items"]]
+    assert call("GET", KEYS, KEYS) == (200, {"object": "list", "data": []})
+    status, missing = call("DELETE", KEY, path)
+    assert (status, missing["error"]["param"]) == (404, "key_id")

@@ -397,3 +397,62 @@ def test_a_long_stored_run_hands_over_to_the_worker_and_a_follower_posts_the_res
     last = _responses(harness.posted("c1")[len(events) :])[-1]
     assert last["output"][-1]["content"][0]["text"] == "again"
     assert "The sum is 5" in json.dumps(upstream.model_requests()[-1].json)
+
+
+def _request_log(harness: Harness) -> dict[str, Any]:
+    """The connection tenant's request-log records, by id."""
+    page = harness.runtime.loop.run_until_complete(
+        harness.gateway.store.list_requests(API_KEY_ID, limit=200)
+    )
+    return {entry.response_id: entry for entry in page.entries}
+
+
+def test_the_request_log_gets_the_handshake_ids_and_every_refused_message(
+    harness: Harness, upstream: ScriptedUpstream
+) -> None:
+    # GIVEN a handshake carrying Codex's ids as headers (later messages carry no headers)
+    thread = f"thr-{time.time_ns()}"
+    connect = _event("$connect", "c1")
+    connect["headers"].update(
+        {"session_id": f"sess-{thread}", "Thread-Id": thread, "Cookie": "c=1"}
+    )
+    handle(connect, harness.runtime)
+    connection = harness.items("c1")["C"]
+    assert connection["key"] == {"S": API_KEY_ID}
+    assert connection["client"] == {
+        "M": {"session_id": {"S": f"sess-{thread}"}, "thread-id": {"S": thread}}
+    }
+    assert "sk-client" not in json.dumps(connection) and "c=1" not in json.dumps(connection)
+    client = {"session_id": f"sess-{thread}", "thread_id": thread}
+    before = set(_request_log(harness))
+
+    # WHEN a create runs, a create meets its busy stream, a message is not JSON and a create
+    # breaks a socket rule
+    upstream.push(Turn(text="hello"))
+    create = {"type": "response.create", "model": "gpt-test", "input": "hi", "store": False}
+    harness.send("c1", create)
+    harness.send("c1", create)  # not run yet: its stream is busy
+    harness.send("c1", "{oops private")
+    harness.send("c1", {**create, "background": True})
+    assert len(harness.invocations) == 1  # the refused ones start no run
+    harness.run_next()
+
+    # THEN each left a record with the key id and the handshake's client ids
+    posted = harness.posted("c1")
+    assert [check_socket_error(e)["code"] for e in posted if e["type"] == "error"] == [
+        "stream_busy",
+        "invalid_json",
+        "unsupported_parameter",
+    ]
+    [served] = [e["response"]["id"] for e in posted if e["type"] == "response.completed"]
+    records = {k: v for k, v in _request_log(harness).items() if k not in before}
+    assert records[served].status == "completed"
+    refused = {e.extra["error_code"]: e for e in records.values() if e.status == "refused"}
+    assert set(refused) == {"stream_busy", "invalid_json", "unsupported_parameter"}
+    for entry in records.values():
+        assert (entry.api_key_id, entry.tenant) == (API_KEY_ID, API_KEY_ID)
+        assert (entry.extra["client"], entry.extra["transport"]) == (client, "websocket")
+    assert refused["stream_busy"].model == "gpt-test"
+    assert "private" not in repr(records)
+    # the socket rule was checked before the stream was marked busy: it is free
+    assert "B#" not in harness.items("c1")

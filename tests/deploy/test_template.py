@@ -366,6 +366,61 @@ def test_iam_is_scoped_to_the_table_and_the_key(cfn: dict[str, Any]) -> None:
     assert "dynamodb:" not in machine and "ssm:" not in machine
 
 
+APIGATEWAY = "arn:${AWS::Partition}:apigateway:${AWS::Region}::"
+REQUEST_LOG_WRITERS = {"StreamingFunction", "BufferedFunction", "WorkerFunction", "SocketFunction"}
+"""The functions that end runs, and so write request-log records (the buffered one cancels)."""
+
+
+def test_console_keys_policy_names_this_stack_and_its_two_plans_only(cfn: dict[str, Any]) -> None:
+    (name,) = _resources(cfn, "AWS::IAM::Policy")
+    policy = cfn["Resources"][name]["Properties"]
+    assert (name, policy["Roles"]) == ("ConsoleKeysPolicy", [{"Ref": "BufferedFunctionRole"}])
+    granted = {
+        (
+            tuple(sorted([s["Action"]] if isinstance(s["Action"], str) else s["Action"])),
+            s["Resource"]["Fn::Sub"],
+        )
+        for s in policy["PolicyDocument"]["Statement"]
+    }
+    assert all(s["Effect"] == "Allow" for s in policy["PolicyDocument"]["Statement"])
+    assert granted == {
+        (
+            ("cloudformation:DescribeStacks",),
+            "arn:${AWS::Partition}:cloudformation:${AWS::Region}:${AWS::AccountId}:"
+            "stack/${AWS::StackName}/*",
+        ),
+        (("apigateway:GET", "apigateway:POST"), APIGATEWAY + "/apikeys"),
+        (("apigateway:DELETE",), APIGATEWAY + "/apikeys/*"),
+        (
+            ("apigateway:GET", "apigateway:POST"),
+            APIGATEWAY + "/usageplans/${GatewayApiUsagePlan}/keys",
+        ),
+        (("apigateway:POST",), APIGATEWAY + "/usageplans/${SocketUsagePlan}/keys"),
+    }
+    for function_name, function in _resources(cfn, "AWS::Lambda::Function").items():
+        stack = function["Properties"]["Environment"]["Variables"].get("GATEWAY_KEYS_STACK")
+        wanted = {"Ref": "AWS::StackName"} if function_name == "BufferedFunction" else None
+        assert stack == wanted, function_name
+    outputs = cfn["Outputs"]
+    assert outputs["UsagePlanId"]["Value"] == {"Ref": "GatewayApiUsagePlan"}
+    assert outputs["SocketUsagePlanId"]["Value"] == {"Ref": "SocketUsagePlan"}
+
+
+def test_log_content_parameter_reaches_the_functions_that_write_the_request_log(
+    sam_template: dict[str, Any], cfn: dict[str, Any]
+) -> None:
+    parameter = sam_template["Parameters"]["LogContentTenants"]
+    assert (parameter["Type"], parameter["Default"]) == ("String", "")  # off by default
+    pattern = re.compile(parameter["AllowedPattern"])
+    assert pattern.fullmatch("") and pattern.fullmatch("k1a2b3,team.b@x")
+    assert not pattern.fullmatch("a b") and not pattern.fullmatch("a;b")
+    for name, function in _resources(cfn, "AWS::Lambda::Function").items():
+        variables = function["Properties"]["Environment"]["Variables"]
+        content = variables.get("GATEWAY_LOG_CONTENT_TENANTS")
+        wanted = {"Ref": "LogContentTenants"} if name in REQUEST_LOG_WRITERS else None
+        assert content == wanted, name
+
+
 def _evaluate(condition: Any, parameters: dict[str, str]) -> Any:
     """A tiny evaluator of the intrinsics the template's conditions use."""
     if isinstance(condition, dict):

@@ -189,6 +189,71 @@ def test_websocket_creates_leave_records_served_and_refused(
     assert records[0]["error_code"] == "model_not_found"
 
 
+def test_websocket_messages_refused_before_their_run_are_logged_with_the_handshake_ids(
+    stack: Stack, upstream: ScriptedUpstream
+) -> None:
+    # a gateway of its own: the session's gateway's refusal gate is shared by every test
+    assert stack.config is not None
+    app = create_app(stack.config, stack.open_store())
+    app.state.tenancy = TenancyPolicy(keys=parse_keys("sk-sockets:sockets"))
+    gateway = run_in_thread(app)
+    thread = f"thr-{uuid.uuid4().hex[:10]}"
+    client = openai.OpenAI(
+        base_url=f"{gateway.url}/v1",
+        api_key="sk-sockets",
+        max_retries=0,
+        default_headers={"thread-id": thread, "session_id": f"sess-{thread}"},
+    )
+    create = {"type": "response.create", "model": MODEL, "input": "private words"}
+    try:
+        with client.responses.connect() as connection:
+            connection.send_raw("{not json, private words")
+            assert _next_of(connection, "error")["error"]["code"] == "invalid_json"
+            connection.send_raw(json.dumps({"type": "session.update", "model": MODEL}))
+            assert _next_of(connection, "error")["error"]["code"] == "unsupported_event_type"
+            connection.send_raw(json.dumps({**create, "background": True}))
+            assert _next_of(connection, "error")["error"]["code"] == "unsupported_parameter"
+        with httpx.Client(base_url=gateway.url, timeout=30) as http:
+            answer = http.get(
+                "/v1/console/requests",
+                params={"session": thread},
+                headers={"authorization": "Bearer sk-sockets"},
+            )
+    finally:
+        gateway.stop()
+
+    records = {r["error_code"]: r for r in answer.json()["data"]}
+
+    assert set(records) == {"invalid_json", "unsupported_event_type", "unsupported_parameter"}
+    for record in records.values():
+        assert (record["status"], record["transport"], record["http_status"]) == (
+            "refused",
+            "websocket",
+            400,
+        )
+        assert record["client"] == {"thread_id": thread, "session_id": f"sess-{thread}"}
+        assert record["tenant"] == "sockets" and record["usage"]["total_tokens"] == 0
+    assert records["invalid_json"]["model"] == ""  # the message is never read past its JSON
+    assert records["unsupported_parameter"]["model"] == MODEL
+    assert records["unsupported_parameter"]["error_param"] == "background"
+    assert "private words" not in json.dumps(records)
+    assert upstream.requests == []
+
+
+def test_background_runs_record_their_time_to_first_token(
+    stack: Stack, client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream
+) -> None:
+    upstream.push(Turn(text="later, in the background", usage=Usage(5, 4)))
+    queued = client.responses.create(model=MODEL, input="run it later", background=True)
+    stack.wait_for_status(queued.id, "completed")
+
+    record = http.get(f"/console/requests/{queued.id}").json()
+
+    assert (record["status"], record["background"]) == ("completed", True)
+    assert isinstance(record["ttft_ms"], int) and isinstance(record["duration_ms"], int)
+    assert 0 <= record["ttft_ms"] <= record["duration_ms"]
+
+
 def test_conversations_are_listed_newest_first_and_walked_in_order(
     client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream
 ) -> None:

@@ -27,6 +27,7 @@ from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream, Turn
 from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_socket_error, check_socket_stream
+from responses_gateway.usage.requestlog import RefusalGate
 
 TERMINAL = {"response.completed", "response.incomplete", "response.failed"}
 
@@ -159,3 +160,71 @@ def test_limits_come_from_the_environment() -> None:
     limits = SessionLimits.from_env({MAX_SECONDS_ENV: "90", MAX_MESSAGE_BYTES_ENV: "1000"})
     assert limits == SessionLimits(max_seconds=90.0, max_message_bytes=1000)
     assert SessionLimits.from_env({}) == SessionLimits()
+
+
+class _LogOnly:
+    """A store that takes request-log records and nothing else."""
+
+    def __init__(self) -> None:
+        self.logged: list[Any] = []
+
+    async def log_request(self, entry: Any) -> None:
+        self.logged.append(entry)
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"the store was used: {name}")
+
+
+async def test_refused_messages_are_logged_with_the_handshake_ids_under_the_gate() -> None:
+    config = parse_config({"providers": [{"base_url": "http://127.0.0.1:9/v1", "api": "chat"}]})
+    store = _LogOnly()
+    now = [0.0]
+    async with httpx.AsyncClient() as client:
+        gateway = Gateway(config, client, store)  # type: ignore[arg-type]
+        gateway.refusals = RefusalGate(per_tenant=1.0, tenant_burst=2.0, clock=lambda: now[0])
+        sent: list[dict[str, Any]] = []
+        headers = {"thread-id": "thr-1", "authorization": "Bearer sk-secret-value"}
+        session = Session(
+            gateway,
+            "acme",
+            lambda m: sent.append(json.loads(m)),
+            api_key_id="key_1",
+            client_headers=headers,
+        )
+        session.receive("{nope secret-words")
+        session.receive(json.dumps({"type": "session.update", "model": "m-x"}))
+        session.receive(json.dumps({"type": "response.create", "model": "m", "background": True}))
+        await session.settle()
+        now[0] = 1.0  # one more token for the tenant
+        session.receive(json.dumps({"type": "response.create", "model": "m", "stream_id": 7}))
+        await session.close()
+
+    assert [check_socket_error(m)["code"] for m in sent] == [
+        "invalid_json",
+        "unsupported_event_type",
+        "unsupported_parameter",  # refused, counted, not written (the tenant's burst is 2)
+        "invalid_type",
+    ]
+    assert [(e.status, e.model, e.api_key_id, e.tenant) for e in store.logged] == [
+        ("refused", "", "key_1", "acme"),
+        ("refused", "m-x", "key_1", "acme"),
+        ("refused", "m", "key_1", "acme"),
+    ]
+    first, _, last = (entry.extra for entry in store.logged)
+    assert first["transport"] == "websocket" and first["client"] == {"thread_id": "thr-1"}
+    assert (first["http_status"], first["error_code"]) == (400, "invalid_json")
+    assert (last["error_code"], last["error_param"], last["refusals_dropped"]) == (
+        "invalid_type",
+        "stream_id",
+        1,
+    )
+    logged = repr(store.logged)
+    assert "secret-words" not in logged and "sk-secret-value" not in logged
+
+
+def test_without_an_event_loop_a_refusal_is_only_answered() -> None:
+    config = parse_config({"providers": [{"base_url": "http://127.0.0.1:9/v1", "api": "chat"}]})
+    sent: list[bytes] = []
+    gateway = Gateway(config, None, _NoStore())  # type: ignore[arg-type]
+    Session(gateway, "local", sent.append).receive("{nope")
+    assert check_socket_error(json.loads(sent[0]))["code"] == "invalid_json"

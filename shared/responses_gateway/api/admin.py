@@ -2,13 +2,15 @@
 
 Owns who may administer keys and budgets (operator keys, see
 :func:`~responses_gateway.api.usage.require_operator`; a tenant's own key may read its own
-budget and spend), the JSON shapes of keys and budgets, and where keys are administered: the
-local key file (``GATEWAY_API_KEYS_FILE``, :class:`~responses_gateway.keys.LocalKeyFile`, which
-the gateway re-reads on the next request) or ``app.state.key_admin`` when the app was given one.
-Keys listed in ``GATEWAY_API_KEYS`` are configuration and are not administered here; a deployed
-stack's keys are administered with ``responses-gateway keys --stack``. A key's value is in the
-create answer only, never in a listing or a log line. Budgets are read and written through
-:class:`~responses_gateway.store.base.LedgerStore`.
+budget and spend), the JSON shapes of keys and budgets, and where keys are administered:
+``app.state.key_admin`` when the app was given one, else the local key file
+(``GATEWAY_API_KEYS_FILE``, :class:`~responses_gateway.keys.LocalKeyFile`, which the gateway
+re-reads on the next request), else the API Gateway keys of the deployed stack
+``GATEWAY_KEYS_STACK`` names (:class:`~responses_gateway.keys.StackKeys`: its usage plans are
+found on the first key call and kept on ``app.state``; boto3 is imported then, and every call
+runs in a worker thread). Keys listed in ``GATEWAY_API_KEYS`` are configuration and are not
+administered here. A key's value is in the create answer only, never in a listing or a log
+line. Budgets are read and written through :class:`~responses_gateway.store.base.LedgerStore`.
 """
 
 from __future__ import annotations
@@ -27,39 +29,66 @@ from responses_gateway.api.console import scoped_tenant
 from responses_gateway.api.deps import UntypedRoute, gateway_of
 from responses_gateway.api.limits import read_json
 from responses_gateway.api.usage import require_operator
-from responses_gateway.errors import InvalidRequestError, NotFoundError
-from responses_gateway.keys import KeyInfo, KeysError, LocalKeyFile
+from responses_gateway.errors import GatewayError, InvalidRequestError, NotFoundError
+from responses_gateway.keys import (
+    KeyInfo,
+    KeysError,
+    KeysUnavailableError,
+    LocalKeyFile,
+    StackKeys,
+)
 from responses_gateway.tenancy import KEYS_FILE_ENV
 from responses_gateway.usage.budget import BudgetError, parse_limits
 from responses_gateway.usage.records import BudgetLimits
 
-__all__ = ["key_admin_of", "router"]
+__all__ = ["KEYS_STACK_ENV", "key_admin_of", "router"]
 
 router = APIRouter(prefix="/v1/console", route_class=UntypedRoute)
 
 _LIMIT_NAMES = ("daily_tokens", "monthly_tokens", "daily_cost_usd", "monthly_cost_usd")
 
+KEYS_STACK_ENV = "GATEWAY_KEYS_STACK"
+"""The deployed stack whose API Gateway keys the Keys page administers (the template sets it)."""
+
 
 def key_admin_of(request: Request) -> Any:
     """Where this app administers keys: ``app.state.key_admin``, else the key file the
-    tenancy environment names (``app.state.tenancy_env`` or the process's).
+    tenancy environment names (``app.state.tenancy_env`` or the process's), else the stack
+    ``GATEWAY_KEYS_STACK`` names (kept as ``app.state.key_admin`` from then on).
 
     Raises:
-        InvalidRequestError: keys come from ``GATEWAY_API_KEYS`` or from API Gateway (400
+        InvalidRequestError: keys come from ``GATEWAY_API_KEYS`` (400
             ``keys_not_administered``).
     """
-    admin = getattr(request.app.state, "key_admin", None)
+    state = request.app.state
+    admin = getattr(state, "key_admin", None)
     if admin is not None:
         return admin
-    env: Mapping[str, str] = getattr(request.app.state, "tenancy_env", None) or os.environ
+    env: Mapping[str, str] = getattr(state, "tenancy_env", None) or os.environ
     path = env.get(KEYS_FILE_ENV, "").strip()
     if path:
         return LocalKeyFile(path)
+    stack = env.get(KEYS_STACK_ENV, "").strip()
+    if stack:
+        state.key_admin = StackKeys(stack, region=env.get("AWS_REGION") or None)
+        return state.key_admin
     raise InvalidRequestError(
         "This gateway does not administer API keys: set GATEWAY_API_KEYS_FILE to a key file "
-        "(locally), or use `responses-gateway keys --stack <stack>` for a deployed stack.",
+        "(locally); a deployed stack administers its API Gateway keys (GATEWAY_KEYS_STACK).",
         code="keys_not_administered",
     )
+
+
+async def _admin_call(admin: Any, method: str, *args: Any) -> Any:
+    """``admin.<method>(*args)`` in a worker thread (key stores block: files, boto3).
+
+    Raises:
+        GatewayError: the stack's keys cannot be found (500 ``keys_unavailable``).
+    """
+    try:
+        return await asyncio.to_thread(getattr(admin, method), *args)
+    except KeysUnavailableError as exc:
+        raise GatewayError(str(exc), code="keys_unavailable") from None
 
 
 def _key_json(info: KeyInfo) -> dict[str, Any]:
@@ -87,7 +116,7 @@ async def list_keys(request: Request) -> dict[str, Any]:
     require_operator(request)
     admin = key_admin_of(request)
     tenant = request.query_params.get("tenant") or None
-    found = await asyncio.to_thread(admin.list, tenant)
+    found = await _admin_call(admin, "list", tenant)
     return {"object": "list", "data": [_key_json(info) for info in found]}
 
 
@@ -99,7 +128,7 @@ async def create_key(request: Request) -> JSONResponse:
     body, _ = await read_json(request)
     tenant = _tenant_param(body.get("tenant") if isinstance(body, dict) else None)
     try:
-        created = await asyncio.to_thread(admin.create, tenant)
+        created = await _admin_call(admin, "create", tenant)
     except KeysError as exc:
         raise InvalidRequestError(str(exc), param="tenant", code="invalid_value") from None
     return JSONResponse(
@@ -115,7 +144,7 @@ async def revoke_key(request: Request, key_id: str) -> dict[str, Any]:
     admin = key_admin_of(request)
     tenant = _tenant_param(request.query_params.get("tenant"))
     try:
-        removed = await asyncio.to_thread(admin.revoke, tenant, key_id)
+        removed = await _admin_call(admin, "revoke", tenant, key_id)
     except KeysError:
         raise NotFoundError(f"No key '{key_id}' of tenant '{tenant}'.", param="key_id") from None
     return {"object": "gateway.api_key.deleted", "id": key_id, "deleted": bool(removed)}

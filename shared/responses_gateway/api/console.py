@@ -23,7 +23,7 @@ from responses_gateway.usage.records import UsageEntry
 __all__ = ["FILTERS", "files", "record_json", "router", "scoped_tenant"]
 
 router = APIRouter(prefix="/v1/console", route_class=UntypedRoute)
-files = APIRouter(prefix="/console")
+files = APIRouter(prefix="/console", route_class=UntypedRoute)
 """The console's static files: no key needed (they hold no data)."""
 
 
@@ -33,9 +33,12 @@ async def console_root() -> Response:
 
 
 @files.get("/{name:path}", include_in_schema=False)
-async def console_file(name: str) -> Response:
+async def console_file(request: Request) -> Response:
+    """A file of the console (the path read from the request: a typed ``{name:path}``
+    parameter would make FastAPI import ``pydantic.v1`` on the first console request)."""
     from responses_gateway.console import asset  # the files are read on first use
 
+    name = str(request.path_params["name"])
     found = asset(name or "index.html")
     if found is None:
         raise NotFoundError(f"No console file '{name}'.", param="name")

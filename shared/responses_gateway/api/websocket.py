@@ -58,6 +58,7 @@ async def _receive_all(websocket: WebSocket, session: Session) -> None:
         if data is None:
             data = message.get("bytes") or b""
         session.receive(data)
+        await session.settle()  # a refused message's record and error event, before the next
 
 
 @router.websocket("/v1/responses")

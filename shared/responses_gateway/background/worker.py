@@ -9,7 +9,8 @@ only ids. One invocation:
 2. drops events a crashed earlier invocation logged past the checkpoint (they were never
    checkpointed, and the action that produced them runs again);
 3. runs loop actions with :func:`~responses_gateway.loop.driver.step`, logging events as they
-   happen and, after each action, flushing the log and writing the next checkpoint. The write is
+   happen (the first model output notes the request log's time to first token in ``run``) and,
+   after each action, flushing the log and writing the next checkpoint. The write is
    fenced on the version it read: if a cancel flagged the checkpoint or another invocation moved
    it, this invocation stops (it never starts another action). Before running tool calls it also
    asks whether a cancel was requested, so no tool starts after a cancel answered;
@@ -33,10 +34,12 @@ from responses_gateway.background.journal import JournaledTools
 from responses_gateway.background.log import EventLog
 from responses_gateway.background.runs import commit_ending, end_run, settle
 from responses_gateway.loop.driver import close_run, step
+from responses_gateway.loop.events import Sink
 from responses_gateway.loop.state import ExecuteTools, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS
 from responses_gateway.sinks.sse import SSESink
 from responses_gateway.store.base import Checkpoint, CheckpointConflict, Terminal
+from responses_gateway.usage.requestlog import FirstOutputSink
 
 if TYPE_CHECKING:
     from responses_gateway.service import Gateway
@@ -103,11 +106,16 @@ async def run_worker(
     run: dict[str, Any] = dict(checkpoint.run)
     run["generation"] = max(generation, int(run.get("generation") or 0))
     log = EventLog(store, tenant, response_id, checkpoint.seq, gateway.notifier, keep=keep)
-    sink = SSESink(
+    sink: Sink = SSESink(
         log.write,
         include_obfuscation=bool(run.get("include_obfuscation")),
         first_sequence_number=checkpoint.seq,
     )
+    request_log = run.get("log")
+    if isinstance(request_log, dict) and "first_token_ms" not in request_log:
+        # time to first token, as for a foreground run: the first output of any invocation
+        # (kept by the next checkpoint, which carries ``run``)
+        sink = FirstOutputSink(sink, request_log)
     endings: list[dict[str, Any]] = []
 
     async def capture(_: LoopState, response: dict[str, Any]) -> None:

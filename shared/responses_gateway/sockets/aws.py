@@ -4,11 +4,14 @@ Owns the transport of a :class:`~responses_gateway.sockets.session.Session` when
 holds the connection and each client message is a Lambda invocation:
 
 - ``$connect``: the tenant, resolved exactly as for HTTP (the API key id API Gateway put in the
-  request context, or ``GATEWAY_API_KEYS``), is kept in the connection's item, which lives (TTL)
-  as long as API Gateway lets a connection live.
-- ``$default``: answers at once. Bad messages get their ``error`` event here; a create marks its
-  stream busy (a conditional write: one response at a time per stream, across invocations) and is
-  handed to an asynchronous invocation of this same function, which runs the loop.
+  request context, or ``GATEWAY_API_KEYS``), the key's id and the handshake's client-id headers
+  (Codex's ``session_id``, ...: :func:`~responses_gateway.usage.clientids.client_id_headers`,
+  no other header) are kept in the connection's item, which lives (TTL) as long as API Gateway
+  lets a connection live: later messages carry no headers, and the request log reads them there.
+- ``$default``: answers at once. Bad messages (and a create on a busy stream) get their
+  ``error`` event here, after their request-log record (the session's refusal); a create marks
+  its stream busy (a conditional write: one response at a time per stream, across invocations)
+  and is handed to an asynchronous invocation of this same function, which runs the loop.
 - a run (``{"socket_run": ...}``): the shared loop through the same session code as a local
   socket, with the connection's memory in DynamoDB (:class:`DynamoMemory`) and each event
   posted with ``PostToConnection`` (one event per message, in order). A client that left
@@ -39,10 +42,13 @@ from typing import TYPE_CHECKING, Any
 
 from responses_gateway.errors import GatewayError, InvalidRequestError
 from responses_gateway.sockets.memory import DEFAULT_STREAM, Latest
+from responses_gateway.sockets.rules import invalid_create
 from responses_gateway.tenancy import TenancyPolicy, current_policy
+from responses_gateway.usage.clientids import client_id_headers
 
 if TYPE_CHECKING:
     from responses_gateway.service import Gateway
+    from responses_gateway.sockets.session import Session
 
 __all__ = [
     "CONNECTION_SECONDS",
@@ -311,20 +317,34 @@ def _connect(runtime: SocketRuntime, event: dict[str, Any]) -> dict[str, Any]:
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items()}
     try:
         policy = runtime.tenancy or current_policy()
-        tenant = policy.resolve(event=event, headers=headers)
+        identity = policy.identify(event=event, headers=headers)
     except GatewayError:
         return {"statusCode": 401}
     now = runtime.clock()
-    runtime.dynamodb.put_item(
-        TableName=runtime.table,
-        Item={
-            **_key(context["connectionId"], "C"),
-            "tenant": {"S": tenant},
-            "at": {"N": str(int(now))},
-            "ttl": {"N": str(int(now) + CONNECTION_SECONDS)},
-        },
-    )
+    item: dict[str, Any] = {
+        **_key(context["connectionId"], "C"),
+        "tenant": {"S": identity.tenant},
+        "at": {"N": str(int(now))},
+        "ttl": {"N": str(int(now) + CONNECTION_SECONDS)},
+    }
+    if identity.api_key_id:
+        item["key"] = {"S": identity.api_key_id}
+    client = client_id_headers(headers)
+    if client:
+        item["client"] = {"M": {name: {"S": value} for name, value in client.items()}}
+    runtime.dynamodb.put_item(TableName=runtime.table, Item=item)
     return {"statusCode": 200}
+
+
+def _identity(connection: dict[str, Any]) -> dict[str, Any]:
+    """What a connection's item says of its handshake: ``tenant``, ``api_key_id`` and
+    ``client_headers`` (the client-id headers only)."""
+    client = connection.get("client", {}).get("M", {})
+    return {
+        "tenant": connection["tenant"]["S"],
+        "api_key_id": connection.get("key", {}).get("S", ""),
+        "client_headers": {name: value["S"] for name, value in client.items()},
+    }
 
 
 def _disconnect(runtime: SocketRuntime, event: dict[str, Any]) -> dict[str, Any]:
@@ -361,11 +381,15 @@ def _default(runtime: SocketRuntime, event: dict[str, Any]) -> dict[str, Any]:
         message = json.loads(body)
     except ValueError:
         message = None
-    if not isinstance(message, dict) or message.get("type") != "response.create":
-        # the session owns the wording of every message-level error
-        _answer_with_session(runtime, context, connection, body)
+    if (
+        not isinstance(message, dict)
+        or message.get("type") != "response.create"
+        or invalid_create(message) is not None
+    ):
+        # the session owns the wording of every message-level error, and logs the refusal
+        _answer_with_session(runtime, context, connection, lambda session: session.receive(body))
         return {"statusCode": 200}
-    stream_id = message.get("stream_id") if isinstance(message.get("stream_id"), str) else None
+    stream_id = message.get("stream_id")
     memory = DynamoMemory(
         runtime.dynamodb, runtime.table, connection_id, int(connection["ttl"]["N"])
     )
@@ -376,14 +400,16 @@ def _default(runtime: SocketRuntime, event: dict[str, Any]) -> dict[str, Any]:
             param="stream_id",
             code="stream_busy",
         )
-        _post_error(runtime, context, busy, stream_id)
+        _answer_with_session(
+            runtime, context, connection, lambda session: session.refuse(busy, message)
+        )
         return {"statusCode": 200}
     runtime.invoke(
         {
             "socket_run": {
                 "connection_id": connection_id,
                 "endpoint": _endpoint(context),
-                "tenant": connection["tenant"]["S"],
+                **_identity(connection),
                 "expires_at": int(connection["ttl"]["N"]),
                 "message": body,
             }
@@ -393,15 +419,32 @@ def _default(runtime: SocketRuntime, event: dict[str, Any]) -> dict[str, Any]:
 
 
 def _answer_with_session(
-    runtime: SocketRuntime, context: dict[str, Any], connection: dict[str, Any], body: str
+    runtime: SocketRuntime,
+    context: dict[str, Any],
+    connection: dict[str, Any],
+    answer: Callable[[Session], None],
 ) -> None:
-    """Answer a message that is not a create (an ``error`` event) with the session's wording."""
+    """Answer a message that starts no run through a session of the connection (``answer``
+    hands it the message): its request-log record, then its ``error`` event."""
     from responses_gateway.sockets.session import Session
 
-    client = runtime.management(_endpoint(context))
     messages: list[bytes] = []
-    session = Session(runtime.gateway(), connection["tenant"]["S"], messages.append)
-    session.receive(body)
+    identity = _identity(connection)
+    session = Session(
+        runtime.gateway(),
+        identity["tenant"],
+        messages.append,
+        api_key_id=identity["api_key_id"],
+        client_headers=identity["client_headers"],
+    )
+
+    async def main() -> None:
+        answer(session)
+        await session.settle()
+
+    asyncio.set_event_loop(runtime.loop)
+    runtime.loop.run_until_complete(main())
+    client = runtime.management(_endpoint(context))
     for message in messages:
         client.post_to_connection(ConnectionId=context["connectionId"], Data=message)
 
@@ -415,14 +458,27 @@ async def run_create(
     *,
     pause: Any = None,
     hand_over: Any = None,
+    api_key_id: str = "",
+    client_headers: dict[str, str] | None = None,
 ) -> None:
     """Run one ``response.create`` message on the connection: the session's own create path,
     events posted as they come; the client leaving cancels the response. ``pause`` and
-    ``hand_over`` are the session's (a long loop continues in the background worker)."""
+    ``hand_over`` are the session's (a long loop continues in the background worker);
+    ``api_key_id`` and ``client_headers`` are the handshake's, for the request log."""
     from responses_gateway.sockets.session import Session
 
-    session = Session(gateway, tenant, poster.send, memory=memory, pause=pause, hand_over=hand_over)
+    session = Session(
+        gateway,
+        tenant,
+        poster.send,
+        memory=memory,
+        pause=pause,
+        hand_over=hand_over,
+        api_key_id=api_key_id,
+        client_headers=client_headers,
+    )
     session.receive(message)
+    await session.settle()
     tasks = list(session.running.values())
     if tasks:
         gone = asyncio.ensure_future(poster.gone.wait())
@@ -482,6 +538,8 @@ def _run(runtime: SocketRuntime, payload: dict[str, Any], context: Any) -> dict[
             payload["message"],
             pause=pause,
             hand_over=hand_over,
+            api_key_id=payload.get("api_key_id", ""),
+            client_headers=payload.get("client_headers"),
         )
     )
     return {"statusCode": 200}

@@ -4,8 +4,10 @@ Owns the client events of the mode (a table of handlers by ``type``: ``response.
 other type is an ``error`` event), the per-stream rule (one response at a time per
 ``stream_id``; each stream's latest response is kept in the connection's memory), the warm-up
 (``generate: false``), the ``error`` events for bad messages (too large, not JSON, invalid
-create), the connection's ending (a client that leaves cancels its responses, as an HTTP
-disconnect does; the connection limit ends with ``websocket_connection_limit_reached``).
+create, busy stream), each with its request-log record (status ``refused``, as an HTTP create
+refused before its loop: :meth:`Gateway.log_refused`, its rate limit, never the message), the
+connection's ending (a client that leaves cancels its responses, as an HTTP disconnect does; the
+connection limit ends with ``websocket_connection_limit_reached``).
 
 Every create runs through :meth:`Gateway.prepare` and :func:`run_loop` with a
 :class:`~responses_gateway.sinks.websocket.WebSocketSink`: nothing here builds events or decides
@@ -32,6 +34,7 @@ from responses_gateway.loop.state import LoopState
 from responses_gateway.service import Gateway, PreparedRun
 from responses_gateway.sinks.websocket import WebSocketSink, encode_message, error_event
 from responses_gateway.sockets.memory import DEFAULT_STREAM, ConnectionMemory, LocalMemory
+from responses_gateway.sockets.rules import invalid_create
 
 __all__ = [
     "MAX_MESSAGE_BYTES_ENV",
@@ -144,6 +147,7 @@ class Session:
         self._pause = pause
         self._hand_over = hand_over
         self._running: dict[str, asyncio.Task[None]] = {}
+        self._refusing: set[asyncio.Task[None]] = set()
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "response.create": self._create,
         }
@@ -155,10 +159,11 @@ class Session:
 
     def receive(self, message: str | bytes) -> None:
         """Handle one client message. Never raises: a bad message gets an ``error`` event and
-        leaves the connection and its other streams as they were."""
+        leaves the connection and its other streams as they were. Called from the event loop,
+        the event follows the refusal's request-log write (:meth:`settle` waits for both)."""
         size = len(message.encode() if isinstance(message, str) else message)
         if size > self.limits.max_message_bytes:
-            self._error(
+            self.refuse(
                 InvalidRequestError(
                     f"The message is {size} bytes; messages may be at most "
                     f"{self.limits.max_message_bytes} bytes.",
@@ -170,7 +175,7 @@ class Session:
         try:
             event = json.loads(message)
         except ValueError:
-            self._error(
+            self.refuse(
                 InvalidRequestError(
                     "We could not parse the JSON body of your message: every client message "
                     "must be one JSON object.",
@@ -179,43 +184,80 @@ class Session:
             )
             return
         if not isinstance(event, dict):
-            self._error(
+            self.refuse(
                 InvalidRequestError("A message must be a JSON object.", code="invalid_type")
             )
             return
         handler = self._handlers.get(str(event.get("type")))
         if handler is None:
-            self._error(
+            self.refuse(
                 InvalidRequestError(
                     f"Unsupported event type {event.get('type')!r}: this gateway accepts "
                     "'response.create'.",
                     param="type",
                     code="unsupported_event_type",
                 ),
-                _stream_of(event),
+                event,
             )
             return
         handler(event)
+
+    def refuse(self, error: GatewayError, event: dict[str, Any] | None = None) -> None:
+        """Answer a message refused before any run was prepared: its request-log record
+        (status ``refused``, the error's type, code and param; the model and client ids of
+        ``event``, the parsed message, when there is one; never the message), then its
+        ``error`` event. Without a running event loop the event goes out alone."""
+        stream_id = _stream_of(event) if event is not None else None
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._error(error, stream_id)
+            return
+        task = loop.create_task(self._refused(error, stream_id, event, int(time.time() * 1000)))
+        self._refusing.add(task)
+        task.add_done_callback(self._refusing.discard)
+
+    async def _refused(
+        self, error: GatewayError, stream_id: str | None, event: Any, started_ms: int
+    ) -> None:
+        try:
+            await self.gateway.log_refused(
+                tenant=self.tenant,
+                request_id=new_id("req"),
+                api_key_id=self.api_key_id,
+                body=event,
+                error=error,
+                started_ms=started_ms,
+                client_headers=self.client_headers,
+                transport="websocket",
+            )
+        finally:
+            self._error(error, stream_id)
+
+    async def settle(self) -> None:
+        """Wait until every refusal so far is logged and its ``error`` event sent."""
+        while pending := [task for task in self._refusing if not task.done()]:
+            await asyncio.wait(pending)  # not gather: a cancelled caller leaves them running
 
     def _error(self, error: GatewayError, stream_id: str | None = None) -> None:
         self._send(encode_message(error_event(error, stream_id)))
 
     def _create(self, event: dict[str, Any]) -> None:
         stream_id = _stream_of(event)
-        invalid = _invalid_create(event)
+        invalid = invalid_create(event)
         if invalid is not None:
-            self._error(invalid, stream_id)
+            self.refuse(invalid, event)
             return
         key = stream_id if stream_id is not None else DEFAULT_STREAM
         if key in self._running:
-            self._error(
+            self.refuse(
                 InvalidRequestError(
                     "A response is already in progress on this stream; wait for its terminal "
                     "event before the next response.create, or use another stream_id.",
                     param="stream_id",
                     code="stream_busy",
                 ),
-                stream_id,
+                event,
             )
             return
         body = {k: v for k, v in event.items() if k not in _SOCKET_ONLY_FIELDS}
@@ -294,38 +336,16 @@ class Session:
 
     async def close(self) -> None:
         """The connection ended: cancel the responses still running (each is stored as
-        ``cancelled`` with its partial output, when stored) and wait for that cleanup."""
+        ``cancelled`` with its partial output, when stored) and wait for that cleanup and for
+        the refusals' request-log writes."""
         tasks = list(self._running.values())
         for task in tasks:
             task.cancel()
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
+        await self.settle()
 
 
 def _stream_of(event: dict[str, Any]) -> str | None:
     value = event.get("stream_id")
     return value if isinstance(value, str) else None
-
-
-def _invalid_create(event: dict[str, Any]) -> InvalidRequestError | None:
-    """The socket-level problem with a create, if any (the body itself is validated by the
-    same parser as an HTTP create)."""
-    if "stream_id" in event and not isinstance(event["stream_id"], str):
-        return InvalidRequestError(
-            "Invalid type for 'stream_id': expected a string.",
-            param="stream_id",
-            code="invalid_type",
-        )
-    if "generate" in event and not isinstance(event["generate"], bool):
-        return InvalidRequestError(
-            "Invalid type for 'generate': expected a boolean.",
-            param="generate",
-            code="invalid_type",
-        )
-    if event.get("background"):
-        return InvalidRequestError(
-            "Background mode is not supported over WebSocket; use POST /v1/responses.",
-            param="background",
-            code="unsupported_parameter",
-        )
-    return None

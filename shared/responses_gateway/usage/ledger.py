@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from responses_gateway.usage.budget import state_counts
+from responses_gateway.usage.clientids import CLIENT_ID_HEADERS, client_ids
 from responses_gateway.usage.pricing import PriceTable
 from responses_gateway.usage.records import UsageCounts, UsageEntry
 
@@ -32,17 +33,6 @@ REFUSED = "refused"
 _TIMES = ("started_ms", "first_token_ms")
 """Instants the service notes in a run's log; the entry keeps durations instead."""
 
-CLIENT_ID_HEADERS = (
-    ("session_id", ("session-id", "session_id")),
-    ("thread_id", ("thread-id", "thread_id")),
-    ("turn_id", ("turn-id", "turn_id")),
-    ("client_request_id", ("x-client-request-id",)),
-    ("trace_id", ("x-trace-id", "openai-trace-id")),
-    ("originator", ("originator",)),
-)
-"""Request-log client id fields, and the request headers (first found wins) that carry them."""
-_MAX_ID = 200
-
 CLIENT_TOOL_CALLS = frozenset(
     {
         "function_call",
@@ -55,26 +45,6 @@ CLIENT_TOOL_CALLS = frozenset(
     }
 )
 """Output item types that are tool calls the client runs (counted as ``client_tool_calls``)."""
-
-
-def client_ids(metadata: Any, headers: Any) -> dict[str, str]:
-    """The client's ids (Codex ``session_id``/``thread_id``/``turn_id``, a request id, a trace
-    id) from the request's ``client_metadata``/``metadata`` (string values) and headers
-    (``headers.get``); the body wins over headers, long values are cut to 200 characters."""
-    found: dict[str, str] = {}
-    for name, header_names in CLIENT_ID_HEADERS:
-        for header in header_names:
-            value = headers.get(header)
-            if value:
-                found[name] = str(value)[:_MAX_ID]
-                break
-    for source in metadata:
-        if isinstance(source, dict):
-            for name, _ in CLIENT_ID_HEADERS:
-                value = source.get(name)
-                if isinstance(value, str) and value:
-                    found[name] = value[:_MAX_ID]
-    return found
 
 
 def usage_entry(
