@@ -205,7 +205,7 @@ class TableClient:
     ) -> Item | None:
         """Write ``item``; returns the item it replaced when ``return_old``.
 
-        A conditional write carries a write token (``wt``): botocore retries an attempt whose
+        A conditional write carries a write token (``wt``): the client retries an attempt whose
         answer was lost (a timeout, a reset connection) after DynamoDB applied it, and that
         retry then fails its own condition. On a failed condition the item is read back, and
         when it holds this call's token the write is ours and succeeded (``return_old`` then
