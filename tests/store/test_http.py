@@ -190,6 +190,31 @@ async def test_every_operation_targets_its_dynamodb_action() -> None:
     assert script.targets == [f"DynamoDB_20120810.{op}" for op in operations.values()]
 
 
+@pytest.mark.parametrize(
+    ("endpoint", "url"),
+    [
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000/"),
+        ("http://127.0.0.1:8000/", "http://127.0.0.1:8000/"),
+        ("https://proxy.example/dynamodb", "https://proxy.example/dynamodb"),
+    ],
+)
+async def test_request_goes_where_botocore_would_send_it(endpoint: str, url: str) -> None:
+    script = Script(ok({}))
+    client = DynamoHttpClient(
+        endpoint,
+        "us-east-1",
+        StaticCredentials(Credentials("AKIDEXAMPLE", SECRET)),
+        max_attempts=1,
+        connect_timeout=1.0,
+        read_timeout=1.0,
+        transport=script.transport,
+    )
+
+    await client.query(TableName="t")
+
+    assert str(script.requests[0].url) == url
+
+
 async def test_requests_carry_the_configured_timeouts() -> None:
     script = Script(ok({}))
     client, _ = make_client(script)

@@ -36,7 +36,7 @@ import time
 import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -397,8 +397,8 @@ class DynamoHttpClient:
         self.endpoint_url = endpoint_url
         self.region = region
         self.max_attempts = max_attempts
-        self._url = endpoint_url.rstrip("/") + "/"
-        self._path = urlsplit(self._url).path
+        self._path = parts.path or "/"  # as botocore joins an endpoint and ``/``
+        self._url = urlunsplit((parts.scheme, parts.netloc, self._path, "", ""))
         self._host = _host_header(endpoint_url)
         self._credentials = credentials
         self._signer = Signer(region)
