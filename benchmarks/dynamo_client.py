@@ -18,9 +18,16 @@ latency and CPU per create (``time.process_time``, every thread of the process),
 create's extra CPU over the unstored one (the store's share). ``botocore`` says whether the
 process imported botocore by the end.
 
+moto answers every request with ``Connection: close``, so each of those calls opens a connection,
+with either client. DynamoDB keeps connections open: ``--calls`` strongly consistent GetItems of
+one item through the store's ``TableClient`` against a loopback endpoint that keeps them open
+(fixed answers, CRC included) show each client's own cost per call, both clients in one process,
+alternated.
+
 Usage::
 
-    python benchmarks/dynamo_client.py [--tree DIR] [--rounds 5] [--creates 200] [--json PATH]
+    python benchmarks/dynamo_client.py [--tree DIR] [--rounds 5] [--creates 200] [--calls 2000]
+        [--json PATH]
 
 The exit status is 0 whatever the numbers.
 """
@@ -63,10 +70,46 @@ def serve() -> int:
     upstream = run_in_thread(create_fake_upstream_app(Fixed(demo=False)), log_level="warning")
     print(f"DYNAMO {dynamo.endpoint_url}", flush=True)
     print(f"UPSTREAM {upstream.url}", flush=True)
+    print(f"KEEPALIVE {_keepalive_endpoint()}", flush=True)
     sys.stdin.buffer.read()
     upstream.stop()
     dynamo.stop()
     return 0
+
+
+ITEM_KEY = {"PK": {"S": "T#bench#R#resp_1"}, "SK": {"S": "R"}}
+
+
+def _keepalive_endpoint() -> str:
+    """A loopback endpoint answering every request with one item, keeping connections open."""
+    import threading
+    import zlib
+
+    item = {**ITEM_KEY, "body": {"B": "eJyrVspLzE1VslJKzs8rSc0rUaoFADNCBZ0="}, "n": {"N": "1"}}
+    body = json.dumps({"Item": item, "ConsumedCapacity": {"CapacityUnits": 1.0}}).encode()
+    answer = (
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/x-amz-json-1.0\r\n"
+        b"x-amz-crc32: %d\r\ncontent-length: %d\r\n\r\n%s" % (zlib.crc32(body), len(body), body)
+    )
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":", 1)[1])
+                await reader.readexactly(length)
+                writer.write(answer)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    loop = asyncio.new_event_loop()
+    server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0))
+    threading.Thread(target=loop.run_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
 
 
 # -- one measured process -----------------------------------------------------------------------
@@ -134,6 +177,39 @@ def worker(creates: int) -> int:
     return 0
 
 
+def calls_worker(endpoint: str, calls: int, rounds: int) -> int:
+    from responses_gateway.store.dynamo import DynamoStore
+    from responses_gateway.store.table import make_client
+
+    boto3_client = make_client(endpoint_url=endpoint, credentials=("bench", "bench"))
+    samples: dict[str, list[tuple[float, float]]] = {"http": [], "boto3": []}
+
+    async def measure(store: DynamoStore) -> tuple[float, float]:
+        table = store._responses._db  # the store's TableClient: metering and error mapping
+        for _ in range(100):
+            await table.get_item("bench", ITEM_KEY)
+        started = _clock()
+        for _ in range(calls):
+            await table.get_item("bench", ITEM_KEY)
+        wall, cpu = _since(started)
+        return wall * 1000 / calls, cpu * 1000 / calls
+
+    for _ in range(rounds):
+        for name in samples:
+            store = DynamoStore(boto3_client, TABLE, threaded=name == "boto3")
+            samples[name].append(asyncio.run(measure(store)))
+            store.close()
+    out = {
+        name: {
+            "wall_us": statistics.median(s[0] for s in runs),
+            "cpu_us": statistics.median(s[1] for s in runs),
+        }
+        for name, runs in samples.items()
+    }
+    print("RESULT " + json.dumps(out), flush=True)
+    return 0
+
+
 # -- the driver ---------------------------------------------------------------------------------
 
 
@@ -153,19 +229,47 @@ def _run_variant(tree: Path, env: dict[str, str], creates: int) -> dict[str, Any
     return found
 
 
+def _run_calls(endpoint: str, env: dict[str, str], calls: int, rounds: int) -> dict[str, Any]:
+    result = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--calls-worker",
+            endpoint,
+            "--calls",
+            str(calls),
+            "--rounds",
+            str(rounds),
+        ],
+        env={**env, "PYTHONPATH": str(ROOT / "shared")},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
+    if result.returncode != 0 or not lines:
+        raise RuntimeError(f"calls worker failed: {result.stderr[-3000:]}")
+    found: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--tree", type=Path, default=None, help="the 'before' checkout")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--creates", type=int, default=200)
+    parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--calls-worker", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.serve:
         return serve()
     if args.worker:
         return worker(args.creates)
+    if args.calls_worker:
+        return calls_worker(args.calls_worker, args.calls, args.rounds)
 
     child = subprocess.Popen(
         [sys.executable, __file__, "--serve"],
@@ -174,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
         text=True,
     )
     assert child.stdout is not None and child.stdin is not None
-    urls = dict(child.stdout.readline().split() for _ in range(2))
+    urls = dict(child.stdout.readline().split() for _ in range(3))
     base = {
         k: v
         for k, v in os.environ.items()
@@ -200,6 +304,7 @@ def main(argv: list[str] | None = None) -> int:
         variants["before"] = (args.tree.resolve(), base)
     samples: dict[str, list[dict[str, Any]]] = {name: [] for name in variants}
     try:
+        per_call = _run_calls(urls["KEEPALIVE"], base, args.calls, args.rounds)
         _run_variant(ROOT, base, 20)  # warms moto up (its first calls import its parsers)
         for round_number in range(args.rounds):
             names = list(variants)
@@ -222,13 +327,17 @@ def main(argv: list[str] | None = None) -> int:
         }
         for name, runs in samples.items()
     }
-    report(results, args)
+    report(results, per_call, args)
     if args.json:
-        args.json.write_text(json.dumps({"results": results, "samples": samples}, indent=2))
+        args.json.write_text(
+            json.dumps({"results": results, "per_call": per_call, "samples": samples}, indent=2)
+        )
     return 0
 
 
-def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None:
+def report(
+    results: dict[str, dict[str, Any]], per_call: dict[str, Any], args: argparse.Namespace
+) -> None:
     print(
         f"{args.rounds} rounds, {args.creates} creates per block, load {os.getloadavg()[0]:.1f}, "
         f"Python {sys.version.split()[0]}"
@@ -255,6 +364,14 @@ def report(results: dict[str, dict[str, Any]], args: argparse.Namespace) -> None
             f"{http['stored_ms'] / boto['stored_ms']:.2f}x latency, "
             f"{http['stored_cpu_ms'] / boto['stored_cpu_ms']:.2f}x CPU"
         )
+    print(f"per GetItem over a kept-open connection ({args.calls} calls, {args.rounds} rounds):")
+    for name, row in per_call.items():
+        print(f"  {name:<6} {row['wall_us']:8.0f} us wall {row['cpu_us']:8.0f} us CPU")
+    http_call, boto_call = per_call["http"], per_call["boto3"]
+    print(
+        f"  http / boto3: {http_call['wall_us'] / boto_call['wall_us']:.2f}x wall, "
+        f"{http_call['cpu_us'] / boto_call['cpu_us']:.2f}x CPU"
+    )
 
 
 if __name__ == "__main__":

@@ -398,7 +398,7 @@ class DynamoHttpClient:
         self.region = region
         self.max_attempts = max_attempts
         self._path = parts.path or "/"  # as botocore joins an endpoint and ``/``
-        self._url = urlunsplit((parts.scheme, parts.netloc, self._path, "", ""))
+        self._url = httpx.URL(urlunsplit((parts.scheme, parts.netloc, self._path, "", "")))
         self._host = _host_header(endpoint_url)
         self._credentials = credentials
         self._signer = Signer(region)
@@ -435,7 +435,7 @@ class DynamoHttpClient:
             max_keepalive_connections=pool,
             keepalive_expiry=_KEEPALIVE_SECONDS,
         )
-        proxy = _environment_proxy(self._url)
+        proxy = _environment_proxy(str(self._url))
 
         def build() -> httpx.AsyncBaseTransport:
             return httpx.AsyncHTTPTransport(verify=verify, limits=limits, proxy=proxy)
