@@ -7,9 +7,11 @@ imported once stays imported, so only a new process shows what a path pulls in.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -77,6 +79,87 @@ def probe() -> dict[str, Any]:
     assert result.returncode == 0, result.stderr[-3000:]
     report: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])
     return report
+
+
+_STORED_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from responses_gateway.app import create_app
+    from responses_gateway.config import parse_config
+    from responses_gateway.store.dynamo import DynamoStore
+    import httpx
+    from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+    from responses_gateway.testing.script import ScriptedUpstream, Turn
+    from responses_gateway.testing.server import run_in_thread
+
+    upstream = ScriptedUpstream(demo=False)
+    with run_in_thread(create_fake_upstream_app(upstream)) as model:
+        config = parse_config({"providers": [{"base_url": model.url + "/v1", "api": "chat"}]})
+        store = DynamoStore.from_env()
+        app = create_app(config, store)
+        report = {"store_built": sorted(sys.modules)}
+        with run_in_thread(app) as gateway, httpx.Client(base_url=gateway.url) as client:
+            ids = []
+            for stream in (False, True):
+                upstream.push(Turn(text="Hello"))
+                body = {"model": "m", "input": "Hi", "stream": stream}
+                answer = client.post("/v1/responses", json=body)
+                assert answer.status_code == 200, answer.text
+                if not stream:
+                    ids.append(answer.json()["id"])
+            stored = client.get("/v1/responses/" + ids[0])
+            assert stored.json()["status"] == "completed", stored.text
+    report["after_requests"] = sorted(sys.modules)
+    print(json.dumps(report))
+    """
+)
+NEVER_ON_THE_DYNAMODB_PATH = {"boto3", "botocore"}
+"""The DynamoDB store's calls go over the gateway's own HTTP client (``store._http``)."""
+
+
+@pytest.fixture(scope="module")
+def stored_probe() -> Iterator[dict[str, Any]]:
+    """What a fresh interpreter held after building the DynamoDB store (from the environment a
+    Lambda function has) and after stored creates and a retrieve against moto."""
+    from responses_gateway.store.local import start_local_dynamodb
+
+    local = start_local_dynamodb(table_name="coldstart")
+    env = {
+        **os.environ,
+        "DYNAMODB_TABLE": local.table_name,
+        "DYNAMODB_ENDPOINT_URL": local.endpoint_url,
+        "AWS_REGION": local.region,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+        "AWS_SESSION_TOKEN": "token",
+    }
+    try:
+        result = subprocess.run(
+            [sys.executable, "-c", _STORED_PROBE],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            env=env,
+        )
+    finally:
+        local.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    yield json.loads(result.stdout.splitlines()[-1])
+
+
+def test_building_the_dynamodb_store_imports_no_botocore(stored_probe: dict[str, Any]) -> None:
+    loaded = set(stored_probe["store_built"])
+
+    assert "responses_gateway.store.dynamo" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in NEVER_ON_THE_DYNAMODB_PATH}
+
+
+def test_stored_creates_import_no_botocore(stored_probe: dict[str, Any]) -> None:
+    loaded = set(stored_probe["after_requests"])
+
+    assert "responses_gateway.store._http" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in NEVER_ON_THE_DYNAMODB_PATH}
 
 
 def test_building_the_app_imports_no_heavy_module(probe: dict[str, Any]) -> None:

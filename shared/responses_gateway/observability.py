@@ -765,9 +765,10 @@ def load_lambda_config(env: Mapping[str, str]) -> GatewayConfig:
 class LazyStore:
     """A store built on first use, or ahead of time in a background thread (:meth:`prefetch`).
 
-    Building the DynamoDB store imports boto3 and creates a client (about a third of a second);
-    deferring it keeps startup fast, and prefetching when the first request arrives overlaps it
-    with that request's upstream call. Attribute access is delegated to the built store.
+    Building the DynamoDB store imports its modules and builds its HTTP client, with the TLS
+    context of an https endpoint (tens of milliseconds; no botocore); deferring it keeps startup
+    fast, and prefetching when the first request arrives overlaps it with that request's parsing
+    and validation. Attribute access is delegated to the built store.
     """
 
     def __init__(self, factory: Callable[[], Store]) -> None:

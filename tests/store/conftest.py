@@ -22,6 +22,7 @@ from responses_gateway.store.base import Store
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
 from responses_gateway.store.sqlite import SqliteStore, connect_for_inspection
+from responses_gateway.store.table import make_client
 
 STORE_KINDS = ("dynamodb", "sqlite")
 
@@ -124,7 +125,8 @@ def stored_rows(store: Any, tenant: str) -> int:
             )
         finally:
             conn.close()
-    client = store._responses._db._client
+    # The store's calls go over its HTTP client: count with a boto3 client on the same endpoint.
+    client = make_client(endpoint_url=store.client.endpoint_url, credentials=("local", "local"))
     count = 0
     for page in client.get_paginator("scan").paginate(
         TableName=store.table_name,

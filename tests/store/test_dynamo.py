@@ -15,6 +15,8 @@ from botocore.exceptions import ClientError
 
 from responses_gateway.config import ConfigError
 from responses_gateway.store import RECORD_VERSION, DynamoStore, Store, StoredResponse, StoreError
+from responses_gateway.store._calls import ThreadedClient
+from responses_gateway.store._http import DynamoHttpClient
 from responses_gateway.store.local import LocalDynamo
 from responses_gateway.store.table import make_client
 
@@ -515,3 +517,113 @@ async def test_put_response_racing_overwrites_read_back_one_whole_version(
     got = await store.get_response(tenant, "r")
     assert got is not None
     assert got.response in [v.response for v in versions]
+
+
+# Which client a store's calls go through
+
+
+def _env(local: LocalDynamo, **extra: str) -> dict[str, str]:
+    return {
+        "DYNAMODB_TABLE": local.table_name,
+        "DYNAMODB_ENDPOINT_URL": local.endpoint_url,
+        "AWS_REGION": local.region,
+        **extra,
+    }
+
+
+async def test_from_env_calls_go_over_the_http_client_with_env_settings(
+    local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    env = _env(local_dynamo, DYNAMODB_MAX_ATTEMPTS="2", DYNAMODB_READ_TIMEOUT="7")
+    store = DynamoStore.from_env(env)
+    try:
+        await store.put_response(make_record(tenant, "r", created_at=int(time.time())))
+        assert await store.get_response(tenant, "r") is not None
+        client = store.client
+        assert isinstance(client, DynamoHttpClient)
+        assert (client.endpoint_url, client.region) == (local_dynamo.endpoint_url, "us-east-1")
+        assert client.max_attempts == 2
+        assert client._timeout == {"connect": 3.0, "read": 7.0, "write": 7.0, "pool": None}
+        assert len(client._transports) == 1
+    finally:
+        store.close()
+    assert client._transports == {}
+
+
+@pytest.mark.parametrize(
+    ("extra", "endpoint"),
+    [
+        ({"AWS_REGION": "eu-west-3"}, "https://dynamodb.eu-west-3.amazonaws.com"),
+        ({"AWS_DEFAULT_REGION": "cn-north-1"}, "https://dynamodb.cn-north-1.amazonaws.com.cn"),
+        ({}, "https://dynamodb.us-east-1.amazonaws.com"),
+        ({"AWS_ENDPOINT_URL_DYNAMODB": "http://127.0.0.1:8000"}, "http://127.0.0.1:8000"),
+        ({"AWS_ENDPOINT_URL": "http://127.0.0.1:8001"}, "http://127.0.0.1:8001"),
+        (
+            {"AWS_ENDPOINT_URL": "http://x:1", "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"},
+            "https://dynamodb.us-east-1.amazonaws.com",
+        ),
+    ],
+)
+def test_from_env_endpoint_without_dynamodb_endpoint_url(
+    extra: dict[str, str], endpoint: str
+) -> None:
+    store = DynamoStore.from_env({"DYNAMODB_TABLE": "t", **extra})
+    try:
+        assert isinstance(store.client, DynamoHttpClient)
+        assert store.client.endpoint_url == endpoint
+    finally:
+        store.close()
+
+
+async def test_from_env_boto3_client_runs_boto3_calls_off_the_loop(
+    local_dynamo: LocalDynamo, tenant: str
+) -> None:
+    store = DynamoStore.from_env(_env(local_dynamo, DYNAMODB_CLIENT="boto3"))
+    try:
+        client = store.client
+        assert isinstance(client, ThreadedClient)
+        recorder = ThreadRecorder(client.client)
+        client.client = recorder
+        await store.put_response(make_record(tenant, "r", created_at=int(time.time())))
+        assert await store.get_response(tenant, "r") is not None
+    finally:
+        store.close()
+
+    assert recorder.threads and threading.get_ident() not in recorder.threads
+
+
+def test_from_env_fips_endpoint_is_left_to_botocore(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in {
+        "DYNAMODB_TABLE": "t",
+        "AWS_REGION": "us-east-2",
+        "AWS_USE_FIPS_ENDPOINT": "true",
+    }.items():
+        monkeypatch.setenv(name, value)  # botocore reads the process environment
+    monkeypatch.delenv("DYNAMODB_ENDPOINT_URL", raising=False)
+    store = DynamoStore.from_env()
+    try:
+        assert isinstance(store.client, ThreadedClient)
+        endpoint = store.client.client.meta.endpoint_url  # type: ignore[attr-defined]
+        assert endpoint == "https://dynamodb-fips.us-east-2.amazonaws.com"
+    finally:
+        store.close()
+
+
+def test_from_env_unknown_client_raises_config_error() -> None:
+    with pytest.raises(ConfigError, match="DYNAMODB_CLIENT"):
+        DynamoStore.from_env({"DYNAMODB_TABLE": "t", "DYNAMODB_CLIENT": "aiobotocore"})
+
+
+def test_a_boto3_client_given_to_the_store_is_mirrored_by_the_http_client(
+    local_dynamo: LocalDynamo,
+) -> None:
+    mirrored = DynamoStore(local_dynamo.client, local_dynamo.table_name)
+    threaded = DynamoStore(local_dynamo.client, local_dynamo.table_name, threaded=True)
+    try:
+        assert isinstance(mirrored.client, DynamoHttpClient)
+        assert mirrored.client.endpoint_url == local_dynamo.endpoint_url
+        assert isinstance(threaded.client, ThreadedClient)
+        assert threaded.client.client is local_dynamo.client
+    finally:
+        mirrored.close()
+        threaded.close()

@@ -3,8 +3,10 @@
 Callers depend on :class:`Store` (``store.base``). Deployed functions build a
 :class:`DynamoStore` (``DynamoStore.from_env(env)``); ``responses-gateway serve`` asks
 ``open_store(env)`` (``store.select``), which by default opens the embedded SQLite store
-(``store.sqlite``). Nothing here imports boto3, moto or sqlite3 at import time: boto3 is imported
-when a client is built, moto only by ``store.local``, sqlite3 only by ``store.sqlite``.
+(``store.sqlite``). Nothing here imports boto3, moto or sqlite3 at import time: the DynamoDB store
+calls DynamoDB over its own HTTP client (``store._http``), boto3 is imported only when a boto3
+client is built (table setup, ``DYNAMODB_CLIENT=boto3``), moto only by ``store.local``, sqlite3
+only by ``store.sqlite``.
 """
 
 from __future__ import annotations

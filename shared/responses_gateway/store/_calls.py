@@ -1,9 +1,11 @@
 """Asynchronous, metered, error-mapped DynamoDB calls on one table.
 
-Owns how a boto3 call is made: off the event loop (on the store's thread pool), always with
-``ReturnConsumedCapacity="TOTAL"``, with batch requests split to DynamoDB's limits, sent in
-parallel and retried while items come back unprocessed, and every call counted into the
-:class:`~responses_gateway.store.meter.UnitMeter`. botocore failures become :class:`StoreError`
+Owns how a call is made: awaited on an :class:`AsyncDynamoClient` (the store's HTTP client,
+``_http.DynamoHttpClient``, on the event loop; or a synchronous boto3-shaped client run on the
+store's thread pool by :class:`ThreadedClient`), always with ``ReturnConsumedCapacity="TOTAL"``,
+with batch requests split to DynamoDB's limits, sent in parallel and retried while items come
+back unprocessed, and every call counted into the
+:class:`~responses_gateway.store.meter.UnitMeter`. Client failures become :class:`StoreError`
 whose message names the operation and the error code only: never an endpoint, a key or a
 credential. It knows nothing about records: callers pass items and keys.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import secrets
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from concurrent.futures import Executor
 from typing import Any, Protocol, TypeVar
 
@@ -21,7 +23,15 @@ from responses_gateway.errors import InternalError
 from responses_gateway.store._codec import Item, Key, item_size, read_units, write_units
 from responses_gateway.store.meter import UnitMeter
 
-__all__ = ["WRITE_TOKEN", "ConditionFailed", "DynamoClient", "StoreError", "TableClient"]
+__all__ = [
+    "WRITE_TOKEN",
+    "AsyncDynamoClient",
+    "ConditionFailed",
+    "DynamoClient",
+    "StoreError",
+    "TableClient",
+    "ThreadedClient",
+]
 
 T = TypeVar("T")
 
@@ -51,6 +61,56 @@ class DynamoClient(Protocol):
     def batch_get_item(self, **kwargs: Any) -> dict[str, Any]: ...
     def batch_write_item(self, **kwargs: Any) -> dict[str, Any]: ...
     def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
+class AsyncDynamoClient(Protocol):
+    """The same operations as coroutines (what :class:`TableClient` awaits)."""
+
+    async def get_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    async def put_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    async def update_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    async def delete_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    async def query(self, **kwargs: Any) -> dict[str, Any]: ...
+    async def batch_get_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    async def batch_write_item(self, **kwargs: Any) -> dict[str, Any]: ...
+    async def transact_write_items(self, **kwargs: Any) -> dict[str, Any]: ...
+
+
+class ThreadedClient:
+    """A synchronous client's calls run on a thread pool (never on the event loop): boto3 when
+    asked for (``DYNAMODB_CLIENT=boto3``), and test doubles that wrap one."""
+
+    def __init__(self, client: DynamoClient, executor: Executor) -> None:
+        self.client = client
+        self._executor = executor
+
+    async def _run(self, method: Callable[..., dict[str, Any]], params: Any) -> dict[str, Any]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, functools.partial(method, **params))
+
+    async def get_item(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.get_item, kwargs)
+
+    async def put_item(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.put_item, kwargs)
+
+    async def update_item(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.update_item, kwargs)
+
+    async def delete_item(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.delete_item, kwargs)
+
+    async def query(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.query, kwargs)
+
+    async def batch_get_item(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.batch_get_item, kwargs)
+
+    async def batch_write_item(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.batch_write_item, kwargs)
+
+    async def transact_write_items(self, **kwargs: Any) -> dict[str, Any]:
+        return await self._run(self.client.transact_write_items, kwargs)
 
 
 def _error_code(exc: BaseException) -> str | None:
@@ -100,7 +160,7 @@ class TableClient:
     """One table's calls. Every public method is a coroutine that never blocks the loop."""
 
     def __init__(
-        self, client: DynamoClient, table: str, meter: UnitMeter, executor: Executor
+        self, client: AsyncDynamoClient, table: str, meter: UnitMeter, executor: Executor
     ) -> None:
         self.table = table
         self._client = client
@@ -109,12 +169,9 @@ class TableClient:
 
     async def _call(self, op: str, api: str, **params: Any) -> dict[str, Any]:
         params["ReturnConsumedCapacity"] = "TOTAL"
-        method: Callable[..., dict[str, Any]] = getattr(self._client, api)
-        loop = asyncio.get_running_loop()
+        method: Callable[..., Awaitable[dict[str, Any]]] = getattr(self._client, api)
         try:
-            response = await loop.run_in_executor(
-                self._executor, functools.partial(method, **params)
-            )
+            response = await method(**params)
         except Exception as exc:
             self._meter.record(op, round_trips=1)
             if _condition_failed(exc) or _cancelled_by_condition(exc):
@@ -148,7 +205,7 @@ class TableClient:
     ) -> Item | None:
         """Write ``item``; returns the item it replaced when ``return_old``.
 
-        A conditional write carries a write token (``wt``): botocore retries an attempt whose
+        A conditional write carries a write token (``wt``): the client retries an attempt whose
         answer was lost (a timeout, a reset connection) after DynamoDB applied it, and that
         retry then fails its own condition. On a failed condition the item is read back, and
         when it holds this call's token the write is ours and succeeded (``return_old`` then

@@ -211,7 +211,7 @@ class LedgerTable:
         try:
             await self._db.transact_write("record_usage", actions, units)
         except ConditionFailed:
-            # Counted already, unless the marker holds this call's token: botocore retried a
+            # Counted already, unless the marker holds this call's token: the client retried a
             # transaction whose answer was lost after DynamoDB applied it (the retry then fails
             # its own condition), so the count is ours.
             current = await self._db.get_item(

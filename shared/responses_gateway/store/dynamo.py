@@ -1,7 +1,8 @@
 """The DynamoDB implementation of :class:`~responses_gateway.store.base.Store`.
 
-Owns wiring: one boto3 client and one thread pool per store (every boto3 call runs there, never on
-the event loop), retention, the clock, the :class:`UnitMeter`, and building a store from the
+Owns wiring: one DynamoDB client per store (the asynchronous HTTP client of ``_http.py``, whose
+calls are awaited on the event loop; no botocore on the request path), one thread pool for
+CPU-heavy encoding, retention, the clock, the :class:`UnitMeter`, and building a store from the
 environment. The item layouts live in ``_responses.py`` and ``_conversations.py``; the call
 mechanics (batching, retries, metering, error mapping) in ``_calls.py``; the key design is written
 up in ``DESIGN.md``. It must not know about HTTP, the API's error envelopes or the agent loop.
@@ -9,26 +10,48 @@ up in ``DESIGN.md``. It must not know about HTTP, the API's error envelopes or t
 Environment (:meth:`DynamoStore.from_env`):
 
 - ``DYNAMODB_TABLE``: the table (``store.select`` decides which store a local run uses);
-- ``DYNAMODB_ENDPOINT_URL``: optional endpoint (DynamoDB Local, moto, ...);
+- ``DYNAMODB_ENDPOINT_URL``: optional endpoint (DynamoDB Local, moto, ...); otherwise
+  ``AWS_ENDPOINT_URL_DYNAMODB`` / ``AWS_ENDPOINT_URL`` as botocore reads them, otherwise
+  ``https://dynamodb.<region>.amazonaws.com`` (the partition's suffix outside ``aws``);
 - ``AWS_REGION`` / ``AWS_DEFAULT_REGION``: region (``us-east-1`` when neither is set);
+- ``AWS_ACCESS_KEY_ID`` / ``AWS_SECRET_ACCESS_KEY`` / ``AWS_SESSION_TOKEN``: credentials (what
+  Lambda sets); without them, botocore's chain, read off the loop (``_credentials.py``);
 - ``RETENTION_DAYS``: days before stored responses and conversations expire (default 30);
-- ``DYNAMODB_MAX_ATTEMPTS``: botocore attempts per call, retries included (default 4);
-- ``DYNAMODB_READ_TIMEOUT``: seconds an attempt waits for DynamoDB's answer (default 10).
+- ``DYNAMODB_MAX_ATTEMPTS``: attempts per call, retries included (default 4);
+- ``DYNAMODB_READ_TIMEOUT``: seconds an attempt waits for DynamoDB's answer (default 10);
+- ``DYNAMODB_CLIENT``: ``http`` (default) or ``boto3``: the boto3 client, its calls on the
+  store's threads, as before the HTTP client (also used when ``AWS_USE_FIPS_ENDPOINT`` or
+  ``AWS_USE_DUALSTACK_ENDPOINT`` asks botocore for another endpoint and no endpoint is set).
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+import sys
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit
 
 from responses_gateway.config import ConfigError
 from responses_gateway.store._background import BackgroundTable
-from responses_gateway.store._calls import DynamoClient, StoreError, TableClient
+from responses_gateway.store._calls import (
+    AsyncDynamoClient,
+    DynamoClient,
+    StoreError,
+    TableClient,
+    ThreadedClient,
+)
 from responses_gateway.store._conversations import ConversationTable
+from responses_gateway.store._credentials import credential_source, is_loopback
 from responses_gateway.store._health import HealthTable
+from responses_gateway.store._http import (
+    DynamoHttpClient,
+    default_endpoint,
+    mirror_botocore_client,
+)
 from responses_gateway.store._ledger import LedgerTable
 from responses_gateway.store._prompts import PromptTable
 from responses_gateway.store._responses import ResponseTable
@@ -51,9 +74,9 @@ from responses_gateway.store.base import (
 )
 from responses_gateway.store.meter import UnitMeter
 from responses_gateway.store.table import (
+    DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_ATTEMPTS,
     DEFAULT_READ_TIMEOUT,
-    make_client,
 )
 
 if TYPE_CHECKING:
@@ -71,19 +94,36 @@ DEFAULT_RETENTION_DAYS = 30
 _DAY = 86_400
 
 
+_CLIENTS = ("http", "boto3")
+
+
+def _is_botocore_client(client: object) -> bool:
+    botocore_client = sys.modules.get("botocore.client")  # no botocore client without botocore
+    return botocore_client is not None and isinstance(client, botocore_client.BaseClient)
+
+
 class DynamoStore:
     """Stored responses, conversations and background-mode state in one DynamoDB table (see
     DESIGN.md)."""
 
     def __init__(
         self,
-        client: DynamoClient,
+        client: AsyncDynamoClient | DynamoClient,
         table_name: str,
         *,
         retention_days: int = DEFAULT_RETENTION_DAYS,
         clock: Callable[[], float] = time.time,
         max_workers: int = 16,
+        threaded: bool = False,
     ) -> None:
+        """``client`` is one of:
+
+        - an asynchronous client (:class:`~._http.DynamoHttpClient`), awaited on the loop;
+        - a boto3 DynamoDB client: its endpoint, region, credentials, attempts and timeouts are
+          mirrored by a ``DynamoHttpClient`` of this store's own (``threaded=True``: its calls
+          run as they are, on the store's threads);
+        - any other synchronous client of the same shape (a test double): run on the threads.
+        """
         if retention_days < 1:
             raise ValueError("retention_days must be at least 1")
         self.table_name = table_name
@@ -91,7 +131,16 @@ class DynamoStore:
         self.meter = UnitMeter()
         """Units and round trips spent so far, by operation (``snapshot()``, ``reset()``)."""
         self._executor = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="dynamo")
-        db = TableClient(client, table_name, self.meter, self._executor)
+        calls: AsyncDynamoClient
+        if inspect.iscoroutinefunction(getattr(client, "get_item", None)):
+            calls = client  # type: ignore[assignment]
+        elif _is_botocore_client(client) and not threaded:
+            calls = mirror_botocore_client(client)
+        else:
+            calls = ThreadedClient(client, self._executor)  # type: ignore[arg-type]
+        self.client = calls
+        """The client the store's calls are awaited on."""
+        db = TableClient(calls, table_name, self.meter, self._executor)
         retention = retention_days * _DAY
         self._responses = ResponseTable(db, retention_seconds=retention, clock=clock)
         self._conversations = ConversationTable(db, retention_seconds=retention, clock=clock)
@@ -110,17 +159,42 @@ class DynamoStore:
         table = env.get("DYNAMODB_TABLE")
         if not table:
             raise ConfigError("DYNAMODB_TABLE is not set")
-        client = make_client(
-            endpoint_url=env.get("DYNAMODB_ENDPOINT_URL") or None,
-            region=region_from_env(env),
-            max_attempts=_positive(env, "DYNAMODB_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS),
-            read_timeout=float(_positive(env, "DYNAMODB_READ_TIMEOUT", DEFAULT_READ_TIMEOUT)),
+        kind = (env.get("DYNAMODB_CLIENT") or "http").strip().lower()
+        if kind not in _CLIENTS:
+            raise ConfigError(f"DYNAMODB_CLIENT must be one of {', '.join(_CLIENTS)}, got {kind!r}")
+        region = region_from_env(env)
+        max_attempts = _positive(env, "DYNAMODB_MAX_ATTEMPTS", DEFAULT_MAX_ATTEMPTS)
+        read_timeout = float(_positive(env, "DYNAMODB_READ_TIMEOUT", DEFAULT_READ_TIMEOUT))
+        retention_days = retention_days_from_env(env)
+        endpoint = env.get("DYNAMODB_ENDPOINT_URL") or None
+        if kind == "boto3" or (endpoint is None and _botocore_endpoint_variant(env)):
+            from responses_gateway.store.table import make_client
+
+            boto3_client = make_client(
+                endpoint_url=endpoint,
+                region=region,
+                max_attempts=max_attempts,
+                read_timeout=read_timeout,
+            )
+            return cls(boto3_client, table, retention_days=retention_days, threaded=True)
+        url = endpoint or _configured_endpoint(env) or default_endpoint(region)
+        client = DynamoHttpClient(
+            url,
+            region,
+            credential_source(env, loopback=is_loopback(urlsplit(url).hostname or "")),
+            max_attempts=max_attempts,
+            connect_timeout=DEFAULT_CONNECT_TIMEOUT,
+            read_timeout=read_timeout,
+            ca_bundle=env.get("AWS_CA_BUNDLE") or None,
         )
-        return cls(client, table, retention_days=retention_days_from_env(env))
+        return cls(client, table, retention_days=retention_days)
 
     def close(self) -> None:
-        """Release the thread pool (after the last call)."""
+        """Release the thread pool and the client's connections (after the last call)."""
         self._executor.shutdown(wait=False)
+        close = getattr(self.client, "close", None)
+        if callable(close):
+            close()
 
     # Stored responses
 
@@ -361,6 +435,23 @@ class DynamoStore:
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """One Query of the trace's partition (pages followed)."""
         return await self._traces.get(tenant, trace_id)
+
+
+def _true(env: Mapping[str, str], name: str) -> bool:
+    return env.get(name, "").strip().lower() == "true"
+
+
+def _botocore_endpoint_variant(env: Mapping[str, str]) -> bool:
+    """Whether the environment asks botocore for a FIPS or dual-stack endpoint."""
+    return _true(env, "AWS_USE_FIPS_ENDPOINT") or _true(env, "AWS_USE_DUALSTACK_ENDPOINT")
+
+
+def _configured_endpoint(env: Mapping[str, str]) -> str | None:
+    """botocore's endpoint variables: ``AWS_ENDPOINT_URL_DYNAMODB``, then ``AWS_ENDPOINT_URL``
+    (unless ``AWS_IGNORE_CONFIGURED_ENDPOINT_URLS``)."""
+    if _true(env, "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS"):
+        return None
+    return env.get("AWS_ENDPOINT_URL_DYNAMODB") or env.get("AWS_ENDPOINT_URL") or None
 
 
 def region_from_env(env: Mapping[str, str]) -> str:

@@ -45,7 +45,8 @@ class LocalDynamo:
     table_name: str
     region: str
     client: Any
-    """A boto3 DynamoDB client for this endpoint (dummy credentials)."""
+    """A boto3 DynamoDB client for this endpoint (dummy credentials): for setup and inspection;
+    a ``DynamoStore`` given it makes its own calls over its HTTP client, with these settings."""
     started_in: float
     """Seconds from the call to a ready table (moto import included)."""
     _server: Any = field(repr=False)

@@ -2,8 +2,9 @@
 
 Owns ``TABLE_DEFINITION`` (one table: string ``PK``/``SK`` keys, on-demand billing, encryption at
 rest, no secondary index: every access path is a key lookup or a Query on one partition), creating
-the table idempotently, enabling TTL on ``ttl``, and building boto3 clients. These are synchronous
-setup calls made at startup or from the command line, never on the request path. The same
+the table idempotently, enabling TTL on ``ttl``, building boto3 clients, and the client settings'
+defaults the store's own HTTP client shares. These are synchronous setup calls made at startup or
+from the command line, never on the request path (the store's calls go over ``_http.py``). The same
 definition belongs in ``template.yaml``.
 
 Command line (creates the table on any endpoint; prints what it did)::
@@ -13,7 +14,6 @@ Command line (creates the table on any endpoint; prints what it did)::
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -55,8 +55,9 @@ def _error_code(exc: BaseException) -> str | None:
 
 
 DEFAULT_MAX_ATTEMPTS = 4
-"""botocore attempts per call, the first included (standard retry mode: throttling, 5xx,
-timeouts and connection errors are retried with exponential backoff and jitter)."""
+"""Attempts per call, the first included, of the store's HTTP client and of boto3 clients alike
+(botocore's standard retry mode: throttling, 5xx, timeouts and connection errors are retried with
+exponential backoff and jitter)."""
 DEFAULT_CONNECT_TIMEOUT = 3.0
 DEFAULT_READ_TIMEOUT = 10.0
 """Seconds to wait for a connection, and for an answer, before an attempt fails (botocore's own
@@ -158,6 +159,8 @@ def ensure_local_table(endpoint_url: str, name: str, region: str = "us-east-1") 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    import argparse  # the command line only: the store imports this module for its defaults
+
     parser = argparse.ArgumentParser(description="Create the gateway's DynamoDB table.")
     parser.add_argument("--table", required=True)
     parser.add_argument("--endpoint-url", default=None)
