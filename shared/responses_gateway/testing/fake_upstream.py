@@ -30,7 +30,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any, Literal
 
 import httpx
@@ -323,7 +323,9 @@ def _json(script: ScriptedUpstream, turn: Turn, payload: dict[str, Any]) -> Resp
     return _TruncatedJSON(payload, headers)
 
 
-def _sse(script: ScriptedUpstream, turn: Turn, frames: list[str]) -> Response:
+def _sse(script: ScriptedUpstream, turn: Turn, frames: Iterable[str]) -> Response:
+    """Streams ``frames`` as they are produced (a long script's first byte does not wait for
+    its last frame to be built, as a model's does not)."""
     headers = {"x-request-id": script.new_id("req"), "cache-control": "no-cache", **turn.headers}
 
     async def body() -> AsyncIterator[bytes]:
@@ -545,22 +547,30 @@ class _ChatRenderer:
 
     def payloads(self) -> list[dict[str, Any] | str]:
         """Every chunk in order (``"[DONE]"`` as a string), before fault injection."""
+        return list(self._payloads())
+
+    def _payloads(self) -> Iterator[dict[str, Any] | str]:
+        """:meth:`payloads`, each chunk built when it is reached."""
         turn = self.turn
-        out: list[dict[str, Any] | str] = [self._chunk({"role": "assistant", "content": ""})]
+        yield self._chunk({"role": "assistant", "content": ""})
         if turn.reasoning:
             field = turn.reasoning_field
-            out += [self._chunk({field: p}) for p in _text_pieces(turn.reasoning, turn.chunk_size)]
+            for piece in _text_pieces(turn.reasoning, turn.chunk_size):
+                yield self._chunk({field: piece})
         if turn.text:
-            out += [self._chunk({"content": p}) for p in _text_pieces(turn.text, turn.chunk_size)]
+            for piece in _text_pieces(turn.text, turn.chunk_size):
+                yield self._chunk({"content": piece})
         lanes = self._tool_call_lanes()
         if turn.interleave and len(lanes) > 1:
             order = [1, 0, *range(2, len(lanes))]
             for step in range(max(len(lane) for lane in lanes)):
                 for index in order:
                     if step < len(lanes[index]):
-                        out.append(self._chunk({"tool_calls": [lanes[index][step]]}))
+                        yield self._chunk({"tool_calls": [lanes[index][step]]})
         else:
-            out += [self._chunk({"tool_calls": [entry]}) for lane in lanes for entry in lane]
+            for lane in lanes:
+                for entry in lane:
+                    yield self._chunk({"tool_calls": [entry]})
         last: dict[str, Any] = {}
         if turn.arguments_mode == "final_chunk" and turn.tool_calls:
             last["tool_calls"] = [
@@ -568,29 +578,28 @@ class _ChatRenderer:
                 for i, c in enumerate(turn.tool_calls)
             ]
         if turn.end != "eof":
-            out.append(self._chunk(last, self.finish_reason))
+            yield self._chunk(last, self.finish_reason)
             if self.include_usage and turn.usage_chunk:
                 usage_chunk = self._chunk({})
                 usage_chunk["choices"] = []
                 usage_chunk["usage"] = self.usage_json()
-                out.append(usage_chunk)
+                yield usage_chunk
             if turn.end == "done":
-                out.append(_DONE)
+                yield _DONE
         elif last:
-            out.append(self._chunk(last))
-        return out
+            yield self._chunk(last)
 
-    def frames(self) -> list[str]:
-        """The SSE frames to send, with ``error_event_after`` applied."""
-        payloads = self.payloads()
+    def frames(self) -> Iterator[str]:
+        """The SSE frames to send, with ``error_event_after`` applied; built as they are sent
+        unless an error event must be placed (that needs the whole list)."""
+        payloads: Iterable[dict[str, Any] | str] = self._payloads()
         after = self.turn.error_event_after
         if after is not None:
-            latest = len(payloads) - 1 if payloads[-1] == _DONE else len(payloads)
-            payloads = [*payloads[: min(after, latest)], {"error": self.turn.error_object()}]
-        return [
-            f"data: {p}\n\n" if isinstance(p, str) else f"data: {_dumps(p).decode()}\n\n"
-            for p in payloads
-        ]
+            every = list(payloads)
+            latest = len(every) - 1 if every[-1] == _DONE else len(every)
+            payloads = [*every[: min(after, latest)], {"error": self.turn.error_object()}]
+        for p in payloads:
+            yield f"data: {p}\n\n" if isinstance(p, str) else f"data: {_dumps(p).decode()}\n\n"
 
 
 # -- Responses --------------------------------------------------------------------------------
