@@ -25,14 +25,17 @@ NEVER_AT_INIT = {
     "botocore.client",
     "responses_gateway.store.dynamo",
     "pydantic.v1",  # FastAPI's v1 check, pulled in by response models and typed parameters
+    "fastapi",  # serves the routes that are not hot, imported on the first request to one
+    "httpx._main",  # httpx's command line (with rich and pygments; click is uvicorn's too)
+    "rich",
+    "pygments",
 }
-"""Modules the app must not import when it is built (``create_app``). FastAPI's own
-``fastapi.openapi`` modules are imported by ``fastapi.applications`` whatever the app does; the
-checks below assert that their pydantic models are not built."""
+"""Modules the app must not import when it is built (``create_app``)."""
 
 ON_PLAIN_REQUESTS = NEVER_AT_INIT - {"pydantic.v1"} - {"responses_gateway.store.dynamo"}
-"""Modules a create without MCP tools on a chat provider must not import either (the SQLite
-store of the check is not the DynamoDB one; what pydantic loads lazily is not checked)."""
+"""Modules the hot routes (a create without MCP tools on a chat provider, streamed or not, a
+retrieve, ``/health``) must not import either (the SQLite store of the check is not the
+DynamoDB one; what pydantic loads lazily is not checked)."""
 
 _PROBE = textwrap.dedent(
     """
@@ -40,7 +43,6 @@ _PROBE = textwrap.dedent(
     from responses_gateway.app import create_app
     from responses_gateway.config import parse_config
     from responses_gateway.store.sqlite import SqliteStore
-    import fastapi.openapi.models as openapi_models
     import httpx
     from responses_gateway.testing.fake_upstream import create_fake_upstream_app
     from responses_gateway.testing.script import ScriptedUpstream, Turn
@@ -50,10 +52,7 @@ _PROBE = textwrap.dedent(
     with run_in_thread(create_fake_upstream_app(upstream)) as model:
         config = parse_config({"providers": [{"base_url": model.url + "/v1", "api": "chat"}]})
         app = create_app(config, SqliteStore())
-        report = {
-            "openapi_built": openapi_models.OpenAPI.__pydantic_complete__,
-            "at_init": sorted(sys.modules),
-        }
+        report = {"at_init": sorted(sys.modules)}
         with run_in_thread(app) as gateway, httpx.Client(base_url=gateway.url) as client:
             for stream in (False, True):
                 upstream.push(Turn(text="Hello"))
@@ -62,7 +61,14 @@ _PROBE = textwrap.dedent(
                 assert answer.status_code == 200, answer.text
                 answer = client.get("/v1/responses/resp_missing")
                 assert answer.status_code == 404, answer.text
-    report["after_requests"] = sorted(sys.modules)
+            assert client.get("/health").status_code == 200
+            report["after_requests"] = sorted(sys.modules)
+            answer = client.get("/v1/conversations/conv_missing")  # served by FastAPI
+            assert answer.status_code == 404, answer.text
+            import fastapi.openapi.models as openapi_models
+
+            report["openapi_built"] = openapi_models.OpenAPI.__pydantic_complete__
+            report["after_fastapi"] = sorted(sys.modules)
     print(json.dumps(report))
     """
 )
@@ -83,7 +89,6 @@ def test_building_the_app_imports_no_heavy_module(probe: dict[str, Any]) -> None
     loaded = set(probe["at_init"])
 
     assert not NEVER_AT_INIT & loaded, sorted(NEVER_AT_INIT & loaded)
-    assert probe["openapi_built"] is False  # declared by FastAPI, never built
 
 
 def test_plain_requests_import_no_heavy_module(probe: dict[str, Any]) -> None:
@@ -91,6 +96,16 @@ def test_plain_requests_import_no_heavy_module(probe: dict[str, Any]) -> None:
 
     assert not ON_PLAIN_REQUESTS & loaded, sorted(ON_PLAIN_REQUESTS & loaded)
     assert "responses_gateway.api.responses" in loaded  # the probe did reach the routes
+
+
+def test_fastapi_loads_for_the_other_routes_without_building_openapi(
+    probe: dict[str, Any],
+) -> None:
+    loaded = set(probe["after_fastapi"])
+
+    assert "fastapi.routing" in loaded  # the conversation route is FastAPI's
+    assert probe["openapi_built"] is False  # declared by FastAPI, never built
+    assert not {"pydantic.v1", "mcp", "httpx._main", "rich"} & loaded
 
 
 def test_deferred_builds_apply_inside_the_block_only() -> None:

@@ -26,6 +26,12 @@ requests: routes, tenancy and the loop live elsewhere.
 
 from __future__ import annotations
 
+# First, before anything imports httpx: import it without its command-line interface (a
+# cold-start saving; see the module).
+import responses_gateway.coldstart  # noqa: F401
+
+# isort: split
+
 import asyncio
 import importlib.util
 import json

@@ -1,0 +1,68 @@
+"""FastAPI's route class for the gateway's handlers: :class:`UntypedRoute`.
+
+Owns how a handler becomes a FastAPI route when FastAPI serves it (the console, and every route
+that is not hot, once FastAPI is loaded; see :mod:`responses_gateway.api.mount`). Imports
+FastAPI: only :func:`responses_gateway.api.routes.build_api_router` and the console's routers
+import this module, never the cold start.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from responses_gateway.coldstart import import_fastapi
+
+import_fastapi()  # before anything else imports FastAPI: its OpenAPI models stay unbuilt
+
+# isort: split
+
+from fastapi.routing import APIRoute  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+
+__all__ = ["UntypedRoute", "path_param_names"]
+
+
+class UntypedRoute(APIRoute):
+    """A route whose return annotation is not a response model.
+
+    The gateway's handlers return finished JSON values (or a ``Response``); FastAPI would
+    otherwise build a pydantic field per route from the annotation at import (pulling in
+    ``pydantic.v1`` for its compatibility check, a cold-start cost) and validate and
+    re-serialise every answer through it (a per-request cost). Without one, the answer goes
+    through ``jsonable_encoder``: the same JSON for these plain values.
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        kwargs["response_model"] = None
+        kwargs.setdefault("name", endpoint.__name__)
+        super().__init__(path, _path_params_from_request(path, endpoint), **kwargs)
+
+
+def path_param_names(path: str, endpoint: Callable[..., Any]) -> list[str] | None:
+    """The parameters of ``endpoint(request, **path_params)`` that name path segments of
+    ``path`` ([] when it takes only the request), or None when it takes anything else."""
+    names = [name for name in inspect.signature(endpoint).parameters if name != "request"]
+    if any("{" + name + "}" not in path for name in names):
+        return None
+    return names
+
+
+def _path_params_from_request(path: str, endpoint: Callable[..., Any]) -> Callable[..., Any]:
+    """``endpoint(request, **path_params)`` as an endpoint taking only the request.
+
+    FastAPI builds a pydantic field per declared parameter (and imports ``pydantic.v1`` for
+    the first one, ~17 ms of a cold start); a path segment is a ``str`` that needs no
+    validation, so the handlers' ``str`` path parameters are passed from
+    ``request.path_params`` instead. Endpoints with any other parameter are left as they are.
+    """
+    names = path_param_names(path, endpoint)
+    if not names:
+        return endpoint
+
+    async def endpoint_with_path_params(request: Request) -> Any:
+        params = request.path_params
+        return await endpoint(request, **{name: params[name] for name in names})
+
+    return endpoint_with_path_params
