@@ -7,6 +7,7 @@ imported once stays imported, so only a new process shows what a path pulls in.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -123,3 +124,95 @@ def test_deferred_builds_apply_inside_the_block_only() -> None:
     assert Deferred.__pydantic_complete__ is True
     with pytest.raises(ValueError):
         Deferred.model_validate({"value": "x"})
+
+
+def test_overlapping_deferred_blocks_restore_the_default_when_the_last_one_ends() -> None:
+    first, second = deferred_model_builds(), deferred_model_builds()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # another thread's block may end first
+
+    class StillDeferred(BaseModel):
+        value: int
+
+    second.__exit__(None, None, None)
+
+    class Eager(BaseModel):
+        value: int
+
+    assert StillDeferred.__pydantic_complete__ is False
+    assert Eager.__pydantic_complete__ is True
+
+
+_MCP_SERVER = textwrap.dedent(
+    """
+    import sys
+    from responses_gateway.testing.mcp_servers import start_mcp_server
+
+    server = start_mcp_server("calc")
+    print(server.url, flush=True)
+    sys.stdin.read()
+    server.stop()
+    """
+)
+
+_MCP_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import httpx
+    from responses_gateway.app import create_app
+    from responses_gateway.config import parse_config
+    from responses_gateway.store.sqlite import SqliteStore
+    from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+    from responses_gateway.testing.script import ScriptedUpstream, Turn
+    from responses_gateway.testing.server import run_in_thread
+
+    upstream = ScriptedUpstream(demo=False)
+    tool = {"type": "mcp", "server_label": "calc", "server_url": sys.argv[1],
+            "require_approval": "never"}
+    with run_in_thread(create_fake_upstream_app(upstream)) as model:
+        config = parse_config({"providers": [{"base_url": model.url + "/v1", "api": "chat"}]})
+        app = create_app(config, SqliteStore())
+        with run_in_thread(app) as gateway, httpx.Client(base_url=gateway.url) as client:
+            upstream.push(Turn(text="Hello"))
+            body = {"model": "m", "input": "Hi", "tools": [tool], "store": False}
+            answer = client.post("/v1/responses", json=body, timeout=60)
+            assert answer.status_code == 200, answer.text
+            listed = [item["type"] for item in answer.json()["output"]]
+    import mcp_types
+    print(json.dumps({
+        "listed": listed,
+        "used_built": mcp_types.ListToolsResult.__pydantic_complete__,
+        "unused_built": mcp_types.CreateMessageRequest.__pydantic_complete__,
+        "fastapi": "fastapi" in sys.modules,
+    }))
+    """
+)
+
+
+def test_a_create_with_mcp_tools_builds_only_the_sdk_models_it_uses() -> None:
+    env = {**os.environ, "MCP_ALLOW_HTTP": "1", "MCP_ALLOW_LOOPBACK": "1"}
+    with subprocess.Popen(
+        [sys.executable, "-c", _MCP_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as server:
+        assert server.stdout is not None and server.stdin is not None
+        url = server.stdout.readline().strip()
+        result = subprocess.run(
+            [sys.executable, "-c", _MCP_PROBE, url],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            env=env,
+        )
+        server.stdin.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+
+    assert report["listed"] == ["mcp_list_tools", "message"]
+    assert report["used_built"] is True  # built on first use
+    assert report["unused_built"] is False  # declared by the SDK, never built
+    assert report["fastapi"] is False

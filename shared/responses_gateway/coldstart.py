@@ -21,11 +21,20 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 import types
 from collections.abc import Iterator
 from typing import Any
 
 __all__ = ["deferred_model_builds", "import_fastapi", "import_httpx"]
+
+
+class _Deferring:
+    """How many blocks defer builds now (any thread), and pydantic's default before the first."""
+
+    lock = threading.Lock()
+    depth = 0
+    previous = False
 
 
 @contextlib.contextmanager
@@ -34,6 +43,9 @@ def deferred_model_builds() -> Iterator[None]:
 
     Uses pydantic's defaults table (``pydantic._internal._config.config_defaults``); when a
     pydantic version lacks it, the block runs with the defaults unchanged (slower, same result).
+    The table is the process's: blocks may overlap (threads), and the default comes back when
+    the last one ends. A model another thread declares meanwhile is built on first use too,
+    which changes when it is built, never how it validates.
     """
     try:
         from pydantic._internal import _config
@@ -42,12 +54,18 @@ def deferred_model_builds() -> Iterator[None]:
     except (ImportError, AttributeError):  # pragma: no cover - another pydantic layout
         yield
         return
-    previous = defaults.get("defer_build", False)
-    defaults["defer_build"] = True
+    with _Deferring.lock:
+        if _Deferring.depth == 0:
+            _Deferring.previous = defaults.get("defer_build", False)
+            defaults["defer_build"] = True
+        _Deferring.depth += 1
     try:
         yield
     finally:
-        defaults["defer_build"] = previous
+        with _Deferring.lock:
+            _Deferring.depth -= 1
+            if _Deferring.depth == 0:
+                defaults["defer_build"] = _Deferring.previous
 
 
 def import_fastapi() -> None:
