@@ -48,6 +48,7 @@ from responses_gateway.service import Gateway
 from responses_gateway.sockets.session import SessionLimits
 from responses_gateway.store.base import Store
 from responses_gateway.tenancy import Identity
+from responses_gateway.upstream_http import upstream_http_client
 from responses_gateway.usage.requestlog import UNAUTHENTICATED
 
 __all__ = ["EXCEPTION_HANDLERS", "ROUTE_TABLES", "create_app", "error_response"]
@@ -248,11 +249,7 @@ def create_app(
         limits: request body caps (``GATEWAY_MAX_*`` variables by default).
     """
     owned_client = client is None
-    http = client or httpx.AsyncClient(
-        timeout=httpx.Timeout(600.0, connect=10.0),
-        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        trust_env=False,
-    )
+    http = client or upstream_http_client()
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
