@@ -75,11 +75,21 @@ _PROBE = textwrap.dedent(
 )
 
 
+STATE_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:probe-background"
+"""The deployed functions name the background state machine: its client is made on first use."""
+
+
 @pytest.fixture(scope="module")
 def probe() -> dict[str, Any]:
     """What a fresh interpreter held after building the app, then after plain requests."""
+    env = {**os.environ, "BACKGROUND_STATE_MACHINE_ARN": STATE_MACHINE}  # as deployed
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=False, timeout=120
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])

@@ -40,7 +40,7 @@ from responses_gateway.api import conversations, prompts, responses, usage, webs
 from responses_gateway.api.limits import Limits
 from responses_gateway.api.mount import app_routes, fastapi_mounted
 from responses_gateway.api.routes import RouteTable
-from responses_gateway.background.launcher import Launcher
+from responses_gateway.background.launcher import DeferredLauncher, Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
 from responses_gateway.ids import new_id
@@ -206,16 +206,20 @@ also logged), Starlette's 404/405 as the same envelope."""
 
 
 def _default_launcher(gateway: Gateway) -> Launcher:
-    """Step Functions when the environment names a state machine, else the local runner."""
-    if os.environ.get("BACKGROUND_STATE_MACHINE_ARN"):
+    """Step Functions when the environment names a state machine (made on first use: see
+    :class:`DeferredLauncher`), else the local runner."""
+    from responses_gateway.background.local import LocalLauncher
+
+    if not os.environ.get("BACKGROUND_STATE_MACHINE_ARN", "").strip():
+        return LocalLauncher.for_gateway(gateway)
+
+    def step_functions() -> Launcher:
         from responses_gateway.background.stepfunctions import StepFunctionsLauncher
 
         launcher = StepFunctionsLauncher.from_env()
-        if launcher is not None:
-            return launcher
-    from responses_gateway.background.local import LocalLauncher
+        return launcher if launcher is not None else LocalLauncher.for_gateway(gateway)
 
-    return LocalLauncher.for_gateway(gateway)
+    return DeferredLauncher(step_functions)
 
 
 def create_app(

@@ -20,6 +20,9 @@ import threading
 from concurrent.futures import Future
 from typing import Any
 
+# httpcore is what httpx's transport imports when it is made: imported here, at start, so the
+# first request does not (only the TLS context is left to the thread).
+import httpcore  # noqa: F401
 import httpx
 
 __all__ = ["UPSTREAM_LIMITS", "UPSTREAM_TIMEOUT", "PrefetchedTransport", "upstream_http_client"]
