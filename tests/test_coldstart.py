@@ -189,18 +189,16 @@ _MCP_PROBE = textwrap.dedent(
             answer = client.post("/v1/responses", json=body, timeout=60)
             assert answer.status_code == 200, answer.text
             listed = [item["type"] for item in answer.json()["output"]]
-    import mcp_types
     print(json.dumps({
         "listed": listed,
-        "used_built": mcp_types.ListToolsResult.__pydantic_complete__,
-        "unused_built": mcp_types.CreateMessageRequest.__pydantic_complete__,
+        "sdk": "mcp.client.streamable_http" in sys.modules,
         "fastapi": "fastapi" in sys.modules,
     }))
     """
 )
 
 
-def test_a_create_with_mcp_tools_builds_only_the_sdk_models_it_uses() -> None:
+def test_a_create_with_mcp_tools_imports_the_sdk_but_not_fastapi() -> None:
     env = {**os.environ, "MCP_ALLOW_HTTP": "1", "MCP_ALLOW_LOOPBACK": "1"}
     with subprocess.Popen(
         [sys.executable, "-c", _MCP_SERVER],
@@ -223,6 +221,5 @@ def test_a_create_with_mcp_tools_builds_only_the_sdk_models_it_uses() -> None:
     report = json.loads(result.stdout.splitlines()[-1])
 
     assert report["listed"] == ["mcp_list_tools", "message"]
-    assert report["used_built"] is True  # built on first use
-    assert report["unused_built"] is False  # declared by the SDK, never built
-    assert report["fastapi"] is False
+    assert report["sdk"] is True  # the listing went through the MCP SDK
+    assert report["fastapi"] is False  # the create route is hot, MCP tools or not

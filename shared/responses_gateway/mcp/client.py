@@ -18,7 +18,7 @@ pinned transport. Operator-configured servers (``McpServer.trusted``) skip that 
 the operator chose them, and they may be private by design. Only they may use stdio, and a stdio
 process gets a minimal environment (see :func:`child_environment`), never the gateway's own
 secrets. This module must not import the ``mcp`` SDK or ``httpx2`` at module level (``import
-mcp`` costs ~0.4-0.6 s; only requests with MCP tools pay it), must not log or raise anything that
+mcp`` costs ~0.6 s; only requests with MCP tools pay it), must not log or raise anything that
 contains header values, the ``authorization`` token, a stdio server's ``env`` or a full URL, and
 knows nothing about the agent loop, approvals or output items (see ``mcp.tools``).
 """
@@ -868,21 +868,14 @@ _sdk_loaded = False
 
 
 def _load_sdk() -> None:
-    """Import the SDK (once) and attach URL redaction to its loggers.
-
-    The SDK declares some 500 pydantic models at import (``mcp_types``, its server modules);
-    they are imported with their builds deferred, so only the few a run uses are built, on
-    first use (see :func:`responses_gateway.coldstart.deferred_model_builds`)."""
+    """Import the SDK (once) and attach URL redaction to its loggers."""
     global _sdk_loaded
     if _sdk_loaded:
         return
-    from responses_gateway.coldstart import deferred_model_builds
-
     # The imports are the point: the SDK's loggers must exist before redaction is attached.
-    with deferred_model_builds():
-        import mcp.client.sse  # noqa: F401
-        import mcp.client.stdio  # noqa: F401
-        import mcp.client.streamable_http  # noqa: F401
+    import mcp.client.sse  # noqa: F401
+    import mcp.client.stdio  # noqa: F401
+    import mcp.client.streamable_http  # noqa: F401
 
     install_log_redaction()
     _sdk_loaded = True
