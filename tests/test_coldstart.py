@@ -26,7 +26,7 @@ NEVER_AT_INIT = {
     "botocore.client",
     "responses_gateway.store.dynamo",
     "pydantic.v1",  # FastAPI's v1 check, pulled in by response models and typed parameters
-    "fastapi",  # serves the routes that are not hot, imported on the first request to one
+    "fastapi",  # serves the console's routes only, imported on the first request to one
     "httpx._main",  # httpx's command line (with rich and pygments; click is uvicorn's too)
     "rich",
     "pygments",
@@ -34,9 +34,9 @@ NEVER_AT_INIT = {
 """Modules the app must not import when it is built (``create_app``)."""
 
 ON_PLAIN_REQUESTS = NEVER_AT_INIT - {"pydantic.v1"} - {"responses_gateway.store.dynamo"}
-"""Modules the hot routes (a create without MCP tools on a chat provider, streamed or not, a
-retrieve, ``/health``) must not import either (the SQLite store of the check is not the
-DynamoDB one; what pydantic loads lazily is not checked)."""
+"""Modules the app's routes (a create without MCP tools on a chat provider, streamed or not, a
+retrieve, a conversation read, ``/health``) must not import either (the SQLite store of the
+check is not the DynamoDB one; what pydantic loads lazily is not checked)."""
 
 _PROBE = textwrap.dedent(
     """
@@ -63,9 +63,10 @@ _PROBE = textwrap.dedent(
                 answer = client.get("/v1/responses/resp_missing")
                 assert answer.status_code == 404, answer.text
             assert client.get("/health").status_code == 200
+            assert client.get("/v1/conversations/conv_missing").status_code == 404
             report["after_requests"] = sorted(sys.modules)
-            answer = client.get("/v1/conversations/conv_missing")  # served by FastAPI
-            assert answer.status_code == 404, answer.text
+            answer = client.get("/v1/console/me")  # served by FastAPI
+            assert answer.status_code == 200, answer.text
             import fastapi.openapi.models as openapi_models
 
             report["openapi_built"] = openapi_models.OpenAPI.__pydantic_complete__
@@ -109,14 +110,14 @@ def test_plain_requests_import_no_heavy_module(probe: dict[str, Any]) -> None:
     assert "responses_gateway.api.responses" in loaded  # the probe did reach the routes
 
 
-def test_fastapi_loads_for_the_other_routes_without_building_openapi(
+def test_fastapi_loads_for_the_console_without_building_openapi(
     probe: dict[str, Any],
 ) -> None:
     loaded = set(probe["after_fastapi"])
 
-    assert "fastapi.routing" in loaded  # the conversation route is FastAPI's
+    assert "fastapi.routing" in loaded  # the console's routes are FastAPI's
     assert probe["openapi_built"] is False  # declared by FastAPI, never built
-    assert not {"pydantic.v1", "mcp", "httpx._main", "rich"} & loaded
+    assert not {"mcp", "httpx._main", "rich"} & loaded  # (the console's files route: pydantic.v1)
 
 
 def test_deferred_builds_apply_inside_the_block_only() -> None:
@@ -222,4 +223,4 @@ def test_a_create_with_mcp_tools_imports_the_sdk_but_not_fastapi() -> None:
 
     assert report["listed"] == ["mcp_list_tools", "message"]
     assert report["sdk"] is True  # the listing went through the MCP SDK
-    assert report["fastapi"] is False  # the create route is hot, MCP tools or not
+    assert report["fastapi"] is False  # MCP tools or not

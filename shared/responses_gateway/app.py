@@ -6,9 +6,9 @@ response. Routes live in :mod:`responses_gateway.api` (WebSocket mode's upgrade 
 ``GET /v1/responses`` too); the loop, adapters and store hold all the
 logic. Nothing here decides what a request does.
 
-The app is a Starlette app: the hot routes (create, retrieve, the WebSocket upgrade, ``/health``)
-never import FastAPI; every other route is served by FastAPI, imported on the first request that
-needs it (:mod:`responses_gateway.api.mount`), with the same envelopes, headers and statuses.
+The app is a Starlette app: its routes answer exactly as FastAPI's did, without importing FastAPI
+(:mod:`responses_gateway.api.mount`); FastAPI serves the console's routes, loaded on the first
+request under their prefixes.
 """
 
 from __future__ import annotations
@@ -164,10 +164,10 @@ def _console_routes() -> ASGIApp:
 
 
 _EDGE = RouteTable()
-"""The app's own route: the readiness check (hot: the Lambda Web Adapter waits for it)."""
+"""The app's own route: the readiness check (the Lambda Web Adapter waits for it)."""
 
 
-@_EDGE.get("/health", hot=True)
+@_EDGE.get("/health")
 async def health(request: Request) -> dict[str, str]:
     return {"status": "ok"}
 

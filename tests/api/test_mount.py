@@ -1,5 +1,5 @@
-"""The app's routes: hot routes served by Starlette alone answer exactly as FastAPI's routes do,
-and FastAPI is loaded only when a route it serves is asked for.
+"""The app's routes, served by Starlette alone, answer exactly as FastAPI's routes do, and
+FastAPI is loaded only when a console route is asked for.
 
 The oracle is FastAPI itself: the same route tables, handlers and middleware assembled as one
 FastAPI app (every route FastAPI's), asked the same requests as the app ``create_app`` builds.
@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.testclient import TestClient
 
-from responses_gateway.api.mount import HotRoute, json_answer
+from responses_gateway.api.mount import HandlerRoute, json_answer
 from responses_gateway.api.routes import RouteSpec, RouteTable, build_api_router
 from responses_gateway.app import (
     CONSOLE_PREFIXES,
@@ -108,7 +108,7 @@ def test_every_method_and_path_answers_as_fastapi_would(
         assert _answer(served, method, path) == _answer(oracle, method, path), (method, path)
 
 
-def test_hot_routes_keep_fastapis_statuses_and_envelopes(
+def test_routes_keep_fastapis_statuses_and_envelopes(
     clients: tuple[TestClient, TestClient],
 ) -> None:
     served, _ = clients
@@ -130,10 +130,10 @@ async def _echo_id(request: Request, item_id: str) -> dict[str, str]:
     return {"id": item_id, "method": request.method}
 
 
-def test_a_hot_route_passes_path_parameters_and_encodes_plain_values() -> None:
+def test_a_route_passes_path_parameters_and_encodes_plain_values() -> None:
     table = RouteTable("/items")
-    table.get("/{item_id}", hot=True)(_echo_id)
-    app = Starlette(routes=[HotRoute(table.specs[0])])
+    table.get("/{item_id}")(_echo_id)
+    app = Starlette(routes=[HandlerRoute(table.specs[0])])
 
     with TestClient(app) as client:
         answer = client.get("/items/abc")
@@ -145,11 +145,11 @@ def test_a_hot_route_passes_path_parameters_and_encodes_plain_values() -> None:
     assert head.status_code == 405
 
 
-def test_a_hot_route_refuses_parameters_that_are_not_path_segments() -> None:
+def test_a_route_refuses_parameters_that_are_not_path_segments() -> None:
     async def needs_query(request: Request, limit: int) -> None: ...
 
     with pytest.raises(TypeError, match="limit"):
-        HotRoute(RouteSpec("/items", needs_query, ("GET",), hot=True))
+        HandlerRoute(RouteSpec("/items", needs_query, ("GET",)))
 
 
 def test_answers_that_are_not_plain_json_go_through_fastapis_encoder() -> None:
@@ -177,7 +177,9 @@ _PROBE = textwrap.dedent(
             ("GET", "/nowhere", 404),
             ("PUT", "/v1/responses", 405),
             ("GET", "/v1/responses/resp_1", 404),
-            ("GET", "/v1/conversations/conv_1", 404),
+            ("DELETE", "/v1/conversations/conv_1", 404),
+            ("GET", "/v1/organization/usage/completions", 403),
+            ("GET", "/v1/console/me", 200),
         ]:
             assert client.request(method, path).status_code == status, path
             seen.append("fastapi" in sys.modules)
@@ -186,10 +188,18 @@ _PROBE = textwrap.dedent(
 )
 
 
-def test_fastapi_loads_on_the_first_request_to_a_route_it_serves() -> None:
+def test_fastapi_loads_on_the_first_request_to_a_console_route() -> None:
     result = subprocess.run(
         [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=False, timeout=120
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.split() == ["[False,", "False,", "False,", "False,", "True]"]
+    assert result.stdout.split() == [
+        "[False,",
+        "False,",
+        "False,",
+        "False,",
+        "False,",
+        "False,",
+        "True]",
+    ]

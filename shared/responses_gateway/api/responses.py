@@ -55,7 +55,7 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
     return record
 
 
-@routes.post("", hot=True)
+@routes.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
     identity = identity_of(request)  # authenticate before reading the body
@@ -171,7 +171,7 @@ def _shown(response: Any, request: Request) -> Any:
     return {**response, "output": [shown(item, include) for item in response["output"]]}
 
 
-@routes.get("/{response_id}", hot=True)
+@routes.get("/{response_id}")
 async def retrieve_response(request: Request, response_id: str) -> Any:
     record = await _stored(request, response_id)
     gateway = gateway_of(request)

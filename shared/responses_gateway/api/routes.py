@@ -1,14 +1,13 @@
-"""Route declarations that import no web framework: what each route module serves, and which of
-its routes are hot.
+"""Route declarations that import no web framework: what each route module serves.
 
 Owns :class:`RouteTable` (a route module's routes, declared with ``@routes.get(...)``-style
-decorators) and :class:`RouteSpec` (one route: path, methods, endpoint, hot or not). A table
-turns into routes two ways: :mod:`responses_gateway.api.mount` serves its hot routes with
-Starlette alone and the rest through FastAPI, imported on first use; :meth:`RouteTable.api_router`
-builds the FastAPI router of the whole table (what a module's ``router`` attribute returns).
+decorators) and :class:`RouteSpec` (one route: path, methods, endpoint). The app serves a
+table's routes with Starlette alone (:mod:`responses_gateway.api.mount`);
+:meth:`RouteTable.api_router` builds the FastAPI router of the same routes (what a module's
+``router`` attribute returns: the deployment checks read it).
 
-Must not import FastAPI or Starlette at import: the cold start of the hot routes never pays for
-FastAPI. It holds declarations only: no request is handled here.
+Must not import FastAPI or Starlette at import: a cold start never pays for FastAPI. It holds
+declarations only: no request is handled here.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-__all__ = ["RouteSpec", "RouteTable", "build_api_router", "shared_api_router"]
+__all__ = ["RouteSpec", "RouteTable", "build_api_router"]
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
@@ -38,8 +37,6 @@ class RouteSpec:
     methods: tuple[str, ...]
     """HTTP methods (exactly these: a ``GET`` route does not answer ``HEAD``, as in FastAPI);
     empty for a WebSocket route."""
-    hot: bool
-    """Served without FastAPI (the request paths a cold start must make fast)."""
 
     @property
     def websocket(self) -> bool:
@@ -54,38 +51,36 @@ class RouteTable:
         self.prefix = prefix
         self.specs: list[RouteSpec] = []
 
-    def _add(
-        self, path: str, methods: tuple[str, ...], hot: bool
-    ) -> Callable[[Endpoint], Endpoint]:
+    def _add(self, path: str, methods: tuple[str, ...]) -> Callable[[Endpoint], Endpoint]:
         def decorator(endpoint: Endpoint) -> Endpoint:
-            self.specs.append(RouteSpec(self.prefix + path, endpoint, methods, hot))
+            self.specs.append(RouteSpec(self.prefix + path, endpoint, methods))
             return endpoint
 
         return decorator
 
-    def get(self, path: str, *, hot: bool = False) -> Callable[[Endpoint], Endpoint]:
+    def get(self, path: str) -> Callable[[Endpoint], Endpoint]:
         """Declare a ``GET`` route."""
-        return self._add(path, ("GET",), hot)
+        return self._add(path, ("GET",))
 
-    def post(self, path: str, *, hot: bool = False) -> Callable[[Endpoint], Endpoint]:
+    def post(self, path: str) -> Callable[[Endpoint], Endpoint]:
         """Declare a ``POST`` route."""
-        return self._add(path, ("POST",), hot)
+        return self._add(path, ("POST",))
 
-    def put(self, path: str, *, hot: bool = False) -> Callable[[Endpoint], Endpoint]:
+    def put(self, path: str) -> Callable[[Endpoint], Endpoint]:
         """Declare a ``PUT`` route."""
-        return self._add(path, ("PUT",), hot)
+        return self._add(path, ("PUT",))
 
-    def delete(self, path: str, *, hot: bool = False) -> Callable[[Endpoint], Endpoint]:
+    def delete(self, path: str) -> Callable[[Endpoint], Endpoint]:
         """Declare a ``DELETE`` route."""
-        return self._add(path, ("DELETE",), hot)
+        return self._add(path, ("DELETE",))
 
-    def websocket(self, path: str, *, hot: bool = False) -> Callable[[Endpoint], Endpoint]:
+    def websocket(self, path: str) -> Callable[[Endpoint], Endpoint]:
         """Declare a WebSocket route."""
-        return self._add(path, (), hot)
+        return self._add(path, ())
 
     def module_getattr(self, module: str) -> Callable[[str], Any]:
         """A route module's ``__getattr__``: its ``router`` is :meth:`api_router`, built on first
-        access (the deployment checks and the console read it; serving never needs it)."""
+        access (the deployment checks read it; serving never needs it)."""
 
         def module_attribute(name: str) -> Any:
             if name == "router":
@@ -96,13 +91,11 @@ class RouteTable:
 
     def api_router(self) -> APIRouter:
         """Every route of the table as one FastAPI router (built once; imports FastAPI)."""
-        return shared_api_router(tuple(self.specs))
+        return _shared_api_router(tuple(self.specs))
 
 
 @functools.cache
-def shared_api_router(specs: tuple[RouteSpec, ...]) -> APIRouter:
-    """:func:`build_api_router` once per process for the same routes (a router holds only
-    declarations, no request's or tenant's state, so every app serving them can share it)."""
+def _shared_api_router(specs: tuple[RouteSpec, ...]) -> APIRouter:
     return build_api_router(specs)
 
 

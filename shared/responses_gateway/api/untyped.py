@@ -1,9 +1,8 @@
 """FastAPI's route class for the gateway's handlers: :class:`UntypedRoute`.
 
-Owns how a handler becomes a FastAPI route when FastAPI serves it (the console, and every route
-that is not hot, once FastAPI is loaded; see :mod:`responses_gateway.api.mount`). Imports
-FastAPI: only :func:`responses_gateway.api.routes.build_api_router` and the console's routers
-import this module, never the cold start.
+Owns how a handler becomes a FastAPI route when FastAPI serves it: the console's routes, and the
+``router`` of each route module (:meth:`responses_gateway.api.routes.RouteTable.api_router`).
+Imports FastAPI: the cold start and the app's own routes never import this module.
 """
 
 from __future__ import annotations

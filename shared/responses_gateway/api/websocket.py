@@ -67,7 +67,7 @@ async def _receive_all(websocket: WebSocket, session: Session) -> None:
         session.receive(data)
 
 
-@routes.websocket("/v1/responses", hot=True)
+@routes.websocket("/v1/responses")
 async def responses_socket(websocket: WebSocket) -> None:
     try:
         identity = identity_of(websocket)
