@@ -14,7 +14,6 @@ Must not import FastAPI at import, nor decide anything about a request: the hand
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,7 +22,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from responses_gateway.api.routes import RouteSpec, RouteTable
+from responses_gateway.api.routes import RouteSpec, RouteTable, path_param_names
 
 __all__ = [
     "HandlerRoute",
@@ -51,10 +50,11 @@ def json_answer(value: Any) -> Response:
 
 def _path_params(spec: RouteSpec) -> list[str]:
     """The endpoint's parameters besides the request: each must name a path segment."""
-    names = [name for name in inspect.signature(spec.endpoint).parameters if name != "request"]
-    unknown = [name for name in names if "{" + name + "}" not in spec.path]
-    if unknown:
-        raise TypeError(f"route {spec.path}: {unknown} are not path parameters")
+    names = path_param_names(spec.path, spec.endpoint)
+    if names is None:
+        raise TypeError(
+            f"route {spec.path}: {spec.endpoint.__name__} takes more than path parameters"
+        )
     return names
 
 

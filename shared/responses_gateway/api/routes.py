@@ -13,6 +13,7 @@ declarations only: no request is handled here.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-__all__ = ["RouteSpec", "RouteTable", "build_api_router"]
+__all__ = ["RouteSpec", "RouteTable", "build_api_router", "path_param_names"]
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
 
@@ -92,6 +93,15 @@ class RouteTable:
     def api_router(self) -> APIRouter:
         """Every route of the table as one FastAPI router (built once; imports FastAPI)."""
         return _shared_api_router(tuple(self.specs))
+
+
+def path_param_names(path: str, endpoint: Callable[..., Any]) -> list[str] | None:
+    """The parameters of ``endpoint(request, **path_params)`` that name path segments of
+    ``path`` ([] when it takes only the request), or None when it takes anything else."""
+    names = [name for name in inspect.signature(endpoint).parameters if name != "request"]
+    if any("{" + name + "}" not in path for name in names):
+        return None
+    return names
 
 
 @functools.cache

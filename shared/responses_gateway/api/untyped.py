@@ -7,10 +7,10 @@ Imports FastAPI: the cold start and the app's own routes never import this modul
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
+from responses_gateway.api.routes import path_param_names
 from responses_gateway.coldstart import import_fastapi
 
 import_fastapi()  # before anything else imports FastAPI: its OpenAPI models stay unbuilt
@@ -20,7 +20,7 @@ import_fastapi()  # before anything else imports FastAPI: its OpenAPI models sta
 from fastapi.routing import APIRoute  # noqa: E402
 from starlette.requests import Request  # noqa: E402
 
-__all__ = ["UntypedRoute", "path_param_names"]
+__all__ = ["UntypedRoute"]
 
 
 class UntypedRoute(APIRoute):
@@ -37,15 +37,6 @@ class UntypedRoute(APIRoute):
         kwargs["response_model"] = None
         kwargs.setdefault("name", endpoint.__name__)
         super().__init__(path, _path_params_from_request(path, endpoint), **kwargs)
-
-
-def path_param_names(path: str, endpoint: Callable[..., Any]) -> list[str] | None:
-    """The parameters of ``endpoint(request, **path_params)`` that name path segments of
-    ``path`` ([] when it takes only the request), or None when it takes anything else."""
-    names = [name for name in inspect.signature(endpoint).parameters if name != "request"]
-    if any("{" + name + "}" not in path for name in names):
-        return None
-    return names
 
 
 def _path_params_from_request(path: str, endpoint: Callable[..., Any]) -> Callable[..., Any]:
