@@ -16,7 +16,8 @@ Rows (medians; ratios to the pass-through of the same run):
 - import-to-ready of the streaming and buffered functions' entry modules (in-process
   ``perf_counter`` around the import, fresh interpreter each run, this environment's packages);
 - first create after a cold start (uvicorn serving ``streaming_app``: spawn to ``/health``, then
-  one stored create against an embedded DynamoDB), then the first create with MCP tools minus
+  one stored create against an embedded DynamoDB; and, in other processes, one ``store: false``
+  create, which makes no DynamoDB call on its path), then the first create with MCP tools minus
   the second one (what the first MCP request pays for importing and connecting);
 - MCP stdio per operation: (create with list + call + 2 model calls - 2 plain creates) / 2, the
   run's MCP cost shared by its two operations (one process per run since the sessions are reused);
@@ -367,8 +368,12 @@ def _free_port() -> int:
         return port
 
 
-def first_requests(env: dict[str, str], mcp_url: str) -> dict[str, float]:
-    """Spawn uvicorn on ``streaming_app``; time ``/health``, the first create, MCP creates."""
+def first_requests(env: dict[str, str], mcp_url: str, *, stored: bool = True) -> dict[str, float]:
+    """Spawn uvicorn on ``streaming_app``; time ``/health``, the first create, MCP creates.
+
+    With ``stored=False`` the creates are ``store: false`` (no DynamoDB call on their path; the
+    store is still prefetched in the background from the first request on) and the MCP creates
+    are left out."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
@@ -415,8 +420,13 @@ def first_requests(env: dict[str, str], mcp_url: str) -> dict[str, float]:
                     raise RuntimeError(f"create answered {answer.status_code}: {answer.text[:300]}")
                 return (time.perf_counter() - t0) * 1000
 
-            first = timed({"model": "short", "input": "Hi"})
-            second = timed({"model": "short", "input": "Hi"})
+            plain: dict[str, Any] = {"model": "short", "input": "Hi"}
+            if not stored:
+                plain["store"] = False
+            first = timed(plain)
+            second = timed(plain)
+            if not stored:
+                return {"first_create_unstored_ms": first, "second_create_unstored_ms": second}
             mcp_body = {"model": "short", "input": "Hi", "tools": [mcp_tool], "store": False}
             mcp_first = timed(mcp_body)
             mcp_second = timed(mcp_body)
@@ -444,8 +454,11 @@ def cold_rows(tree: Path, upstream_url: str, runs: int) -> dict[str, Any]:
         with start_mcp_server("calc") as calc:
             env = _cold_env(tree, "streaming", upstream_url, dynamo)
             samples = [first_requests(env, calc.url) for _ in range(runs)]
+            unstored = [first_requests(env, calc.url, stored=False) for _ in range(runs)]
         for key in samples[0]:
             out[key] = statistics.median(s[key] for s in samples)
+        for key in unstored[0]:
+            out[key] = statistics.median(s[key] for s in unstored)
     finally:
         dynamo.stop()
     return out
@@ -491,6 +504,13 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             cold["second_create_ms"],
             "ms",
         )
+        if "first_create_unstored_ms" in cold:
+            row(
+                "first create after a cold start (store: false)",
+                cold["first_create_unstored_ms"],
+                cold["second_create_unstored_ms"],
+                "ms",
+            )
         row(
             "first request with MCP tools, extra over the second",
             cold["first_mcp_extra_ms"],

@@ -59,6 +59,10 @@ def _rss_bytes() -> int:
 
 
 def _gateway_app(upstream_url: str) -> Any:
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
     from responses_gateway.app import create_app
     from responses_gateway.config import parse_config
     from responses_gateway.store.dynamo import open_store
@@ -77,15 +81,16 @@ def _gateway_app(upstream_url: str) -> Any:
             await asyncio.sleep(LAG_PERIOD)
             lags.append(time.perf_counter() - started - LAG_PERIOD)
 
-    async def stats(reset: bool = False) -> dict[str, Any]:
+    async def stats(request: Request) -> JSONResponse:
+        reset = request.query_params.get("reset", "").lower() in ("1", "true", "yes", "on")
         if not sampler:
             sampler.append(asyncio.create_task(sample()))
         taken = sorted(lags)
         if reset:
             lags.clear()
-        return {"rss": _rss_bytes(), "lag": taken}
+        return JSONResponse({"rss": _rss_bytes(), "lag": taken})
 
-    app.add_api_route("/__bench/stats", stats, methods=["GET"])
+    app.router.routes.append(Route("/__bench/stats", stats, methods=["GET"]))
     return app
 
 

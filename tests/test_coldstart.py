@@ -27,14 +27,17 @@ NEVER_AT_INIT = {
     "botocore.client",
     "responses_gateway.store.dynamo",
     "pydantic.v1",  # FastAPI's v1 check, pulled in by response models and typed parameters
+    "fastapi",  # serves the console's routes only, imported on the first request to one
+    "httpx._main",  # httpx's command line (with rich and pygments; click is uvicorn's too)
+    "rich",
+    "pygments",
 }
-"""Modules the app must not import when it is built (``create_app``). FastAPI's own
-``fastapi.openapi`` modules are imported by ``fastapi.applications`` whatever the app does; the
-checks below assert that their pydantic models are not built."""
+"""Modules the app must not import when it is built (``create_app``)."""
 
 ON_PLAIN_REQUESTS = NEVER_AT_INIT - {"pydantic.v1"} - {"responses_gateway.store.dynamo"}
-"""Modules a create without MCP tools on a chat provider must not import either (the SQLite
-store of the check is not the DynamoDB one; what pydantic loads lazily is not checked)."""
+"""Modules the app's routes (a create without MCP tools on a chat provider, streamed or not, a
+retrieve, a conversation read, ``/health``) must not import either (the SQLite store of the
+check is not the DynamoDB one; what pydantic loads lazily is not checked)."""
 
 _PROBE = textwrap.dedent(
     """
@@ -42,7 +45,6 @@ _PROBE = textwrap.dedent(
     from responses_gateway.app import create_app
     from responses_gateway.config import parse_config
     from responses_gateway.store.sqlite import SqliteStore
-    import fastapi.openapi.models as openapi_models
     import httpx
     from responses_gateway.testing.fake_upstream import create_fake_upstream_app
     from responses_gateway.testing.script import ScriptedUpstream, Turn
@@ -52,10 +54,7 @@ _PROBE = textwrap.dedent(
     with run_in_thread(create_fake_upstream_app(upstream)) as model:
         config = parse_config({"providers": [{"base_url": model.url + "/v1", "api": "chat"}]})
         app = create_app(config, SqliteStore())
-        report = {
-            "openapi_built": openapi_models.OpenAPI.__pydantic_complete__,
-            "at_init": sorted(sys.modules),
-        }
+        report = {"at_init": sorted(sys.modules)}
         with run_in_thread(app) as gateway, httpx.Client(base_url=gateway.url) as client:
             for stream in (False, True):
                 upstream.push(Turn(text="Hello"))
@@ -64,17 +63,35 @@ _PROBE = textwrap.dedent(
                 assert answer.status_code == 200, answer.text
                 answer = client.get("/v1/responses/resp_missing")
                 assert answer.status_code == 404, answer.text
-    report["after_requests"] = sorted(sys.modules)
+            assert client.get("/health").status_code == 200
+            assert client.get("/v1/conversations/conv_missing").status_code == 404
+            report["after_requests"] = sorted(sys.modules)
+            answer = client.get("/v1/console/me")  # served by FastAPI
+            assert answer.status_code == 200, answer.text
+            import fastapi.openapi.models as openapi_models
+
+            report["openapi_built"] = openapi_models.OpenAPI.__pydantic_complete__
+            report["after_fastapi"] = sorted(sys.modules)
     print(json.dumps(report))
     """
 )
 
 
+STATE_MACHINE = "arn:aws:states:us-east-1:123456789012:stateMachine:probe-background"
+"""The deployed functions name the background state machine: its client is made on first use."""
+
+
 @pytest.fixture(scope="module")
 def probe() -> dict[str, Any]:
     """What a fresh interpreter held after building the app, then after plain requests."""
+    env = {**os.environ, "BACKGROUND_STATE_MACHINE_ARN": STATE_MACHINE}  # as deployed
     result = subprocess.run(
-        [sys.executable, "-c", _PROBE], capture_output=True, text=True, check=False, timeout=120
+        [sys.executable, "-c", _PROBE],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     report: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])
@@ -166,7 +183,6 @@ def test_building_the_app_imports_no_heavy_module(probe: dict[str, Any]) -> None
     loaded = set(probe["at_init"])
 
     assert not NEVER_AT_INIT & loaded, sorted(NEVER_AT_INIT & loaded)
-    assert probe["openapi_built"] is False  # declared by FastAPI, never built
 
 
 def test_plain_requests_import_no_heavy_module(probe: dict[str, Any]) -> None:
@@ -174,6 +190,16 @@ def test_plain_requests_import_no_heavy_module(probe: dict[str, Any]) -> None:
 
     assert not ON_PLAIN_REQUESTS & loaded, sorted(ON_PLAIN_REQUESTS & loaded)
     assert "responses_gateway.api.responses" in loaded  # the probe did reach the routes
+
+
+def test_fastapi_loads_for_the_console_without_building_openapi(
+    probe: dict[str, Any],
+) -> None:
+    loaded = set(probe["after_fastapi"])
+
+    assert "fastapi.routing" in loaded  # the console's routes are FastAPI's
+    assert probe["openapi_built"] is False  # declared by FastAPI, never built
+    assert not {"mcp", "httpx._main", "rich"} & loaded  # (the console's files route: pydantic.v1)
 
 
 def test_deferred_builds_apply_inside_the_block_only() -> None:
@@ -191,3 +217,92 @@ def test_deferred_builds_apply_inside_the_block_only() -> None:
     assert Deferred.__pydantic_complete__ is True
     with pytest.raises(ValueError):
         Deferred.model_validate({"value": "x"})
+
+
+def test_overlapping_deferred_blocks_restore_the_default_when_the_last_one_ends() -> None:
+    first, second = deferred_model_builds(), deferred_model_builds()
+    first.__enter__()
+    second.__enter__()
+    first.__exit__(None, None, None)  # another thread's block may end first
+
+    class StillDeferred(BaseModel):
+        value: int
+
+    second.__exit__(None, None, None)
+
+    class Eager(BaseModel):
+        value: int
+
+    assert StillDeferred.__pydantic_complete__ is False
+    assert Eager.__pydantic_complete__ is True
+
+
+_MCP_SERVER = textwrap.dedent(
+    """
+    import sys
+    from responses_gateway.testing.mcp_servers import start_mcp_server
+
+    server = start_mcp_server("calc")
+    print(server.url, flush=True)
+    sys.stdin.read()
+    server.stop()
+    """
+)
+
+_MCP_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import httpx
+    from responses_gateway.app import create_app
+    from responses_gateway.config import parse_config
+    from responses_gateway.store.sqlite import SqliteStore
+    from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+    from responses_gateway.testing.script import ScriptedUpstream, Turn
+    from responses_gateway.testing.server import run_in_thread
+
+    upstream = ScriptedUpstream(demo=False)
+    tool = {"type": "mcp", "server_label": "calc", "server_url": sys.argv[1],
+            "require_approval": "never"}
+    with run_in_thread(create_fake_upstream_app(upstream)) as model:
+        config = parse_config({"providers": [{"base_url": model.url + "/v1", "api": "chat"}]})
+        app = create_app(config, SqliteStore())
+        with run_in_thread(app) as gateway, httpx.Client(base_url=gateway.url) as client:
+            upstream.push(Turn(text="Hello"))
+            body = {"model": "m", "input": "Hi", "tools": [tool], "store": False}
+            answer = client.post("/v1/responses", json=body, timeout=60)
+            assert answer.status_code == 200, answer.text
+            listed = [item["type"] for item in answer.json()["output"]]
+    print(json.dumps({
+        "listed": listed,
+        "sdk": "mcp.client.streamable_http" in sys.modules,
+        "fastapi": "fastapi" in sys.modules,
+    }))
+    """
+)
+
+
+def test_a_create_with_mcp_tools_imports_the_sdk_but_not_fastapi() -> None:
+    env = {**os.environ, "MCP_ALLOW_HTTP": "1", "MCP_ALLOW_LOOPBACK": "1"}
+    with subprocess.Popen(
+        [sys.executable, "-c", _MCP_SERVER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as server:
+        assert server.stdout is not None and server.stdin is not None
+        url = server.stdout.readline().strip()
+        result = subprocess.run(
+            [sys.executable, "-c", _MCP_PROBE, url],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+            env=env,
+        )
+        server.stdin.close()
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+
+    assert report["listed"] == ["mcp_list_tools", "message"]
+    assert report["sdk"] is True  # the listing went through the MCP SDK
+    assert report["fastapi"] is False  # MCP tools or not

@@ -1,10 +1,14 @@
-"""The HTTP edge: the FastAPI app serving the Responses and Conversations APIs.
+"""The HTTP edge: the app serving the Responses and Conversations APIs.
 
 Owns the app factory, the conversion of :class:`~responses_gateway.errors.GatewayError` (and any
 other failure) into OpenAI error envelopes with the right status, and ``x-request-id`` on every
 response. Routes live in :mod:`responses_gateway.api` (WebSocket mode's upgrade of
 ``GET /v1/responses`` too); the loop, adapters and store hold all the
 logic. Nothing here decides what a request does.
+
+The app is a Starlette app: its routes answer exactly as FastAPI's did, without importing FastAPI
+(:mod:`responses_gateway.api.mount`); FastAPI serves the console's routes, loaded on the first
+request under their prefixes.
 """
 
 from __future__ import annotations
@@ -13,26 +17,30 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-# First, before anything imports FastAPI: import it with its OpenAPI models' builds deferred
-# (a cold-start saving; see the module).
+# First, before anything imports httpx: import it without its command-line interface (a
+# cold-start saving; see the module).
 import responses_gateway.coldstart  # noqa: F401
 
 # isort: split
 
 import httpx
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.api import conversations, prompts, responses, usage, websocket
 from responses_gateway.api.limits import Limits
-from responses_gateway.background.launcher import Launcher
+from responses_gateway.api.mount import app_routes, fastapi_mounted
+from responses_gateway.api.routes import RouteTable
+from responses_gateway.background.launcher import DeferredLauncher, Launcher
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
 from responses_gateway.ids import new_id
@@ -40,9 +48,10 @@ from responses_gateway.service import Gateway
 from responses_gateway.sockets.session import SessionLimits
 from responses_gateway.store.base import Store
 from responses_gateway.tenancy import Identity
+from responses_gateway.upstream_http import upstream_http_client
 from responses_gateway.usage.requestlog import UNAUTHENTICATED
 
-__all__ = ["create_app", "error_response"]
+__all__ = ["EXCEPTION_HANDLERS", "ROUTE_TABLES", "create_app", "error_response"]
 
 logger = logging.getLogger(__name__)
 
@@ -141,6 +150,9 @@ class LazyRoutes(BaseRoute):
 
 
 def _console_routes() -> ASGIApp:
+    from responses_gateway.coldstart import import_fastapi
+
+    import_fastapi()
     from fastapi import APIRouter
 
     from responses_gateway.api import admin, console, traces
@@ -148,20 +160,66 @@ def _console_routes() -> ASGIApp:
     router = APIRouter()
     for part in (console.router, admin.router, traces.router, console.files):
         router.include_router(part)
-    return router
+    return fastapi_mounted(router)
+
+
+_EDGE = RouteTable()
+"""The app's own route: the readiness check (the Lambda Web Adapter waits for it)."""
+
+
+@_EDGE.get("/health")
+async def health(request: Request) -> dict[str, str]:
+    return {"status": "ok"}
+
+
+ROUTE_TABLES = (
+    _EDGE,
+    responses.routes,
+    conversations.routes,
+    usage.routes,
+    prompts.routes,
+    websocket.routes,
+)
+"""The app's routes, in the order they match (the console's come after, loaded on first use)."""
+
+
+async def _gateway_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, GatewayError)
+    if request.scope.get("endpoint") is responses.create_response:
+        await _log_refusal(request, exc)
+    return error_response(exc)
+
+
+async def _http_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    error = GatewayError(str(exc.detail), status_code=exc.status_code)
+    error.error_type = "invalid_request_error" if exc.status_code < 500 else "server_error"
+    return error_response(error)
+
+
+EXCEPTION_HANDLERS: dict[Any, Callable[[Request, Exception], Awaitable[Response]]] = {
+    GatewayError: _gateway_error,
+    StarletteHTTPException: _http_error,
+}
+"""How the app answers errors: a :class:`GatewayError` as its envelope (a refused create is
+also logged), Starlette's 404/405 as the same envelope."""
 
 
 def _default_launcher(gateway: Gateway) -> Launcher:
-    """Step Functions when the environment names a state machine, else the local runner."""
-    if os.environ.get("BACKGROUND_STATE_MACHINE_ARN"):
+    """Step Functions when the environment names a state machine (made on first use: see
+    :class:`DeferredLauncher`), else the local runner."""
+    from responses_gateway.background.local import LocalLauncher
+
+    if not os.environ.get("BACKGROUND_STATE_MACHINE_ARN", "").strip():
+        return LocalLauncher.for_gateway(gateway)
+
+    def step_functions() -> Launcher:
         from responses_gateway.background.stepfunctions import StepFunctionsLauncher
 
         launcher = StepFunctionsLauncher.from_env()
-        if launcher is not None:
-            return launcher
-    from responses_gateway.background.local import LocalLauncher
+        return launcher if launcher is not None else LocalLauncher.for_gateway(gateway)
 
-    return LocalLauncher.for_gateway(gateway)
+    return DeferredLauncher(step_functions)
 
 
 def create_app(
@@ -175,7 +233,7 @@ def create_app(
     foreground_budget: float | None = None,
     socket_limits: SessionLimits | None = None,
     limits: Limits | None = None,
-) -> FastAPI:
+) -> Starlette:
     """The API app for ``config``, keeping state in ``store``.
 
     Args:
@@ -195,26 +253,21 @@ def create_app(
         limits: request body caps (``GATEWAY_MAX_*`` variables by default).
     """
     owned_client = client is None
-    http = client or httpx.AsyncClient(
-        timeout=httpx.Timeout(600.0, connect=10.0),
-        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        trust_env=False,
-    )
+    http = client or upstream_http_client()
 
     @contextlib.asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
         try:
             yield
         finally:
             if owned_client:
                 await http.aclose()
 
-    app = FastAPI(
-        title="responses-gateway",
+    app = Starlette(
+        routes=[*app_routes(ROUTE_TABLES), LazyRoutes(CONSOLE_PREFIXES, _console_routes)],
+        middleware=[Middleware(EdgeMiddleware)],
+        exception_handlers=EXCEPTION_HANDLERS,
         lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        openapi_url=None,
     )
     gateway = Gateway(
         config, http, store, latch, mcp_policy=mcp_policy, foreground_budget=foreground_budget
@@ -224,28 +277,4 @@ def create_app(
     if socket_limits is not None:
         app.state.socket_limits = socket_limits
     app.state.limits = limits or Limits.from_env()
-
-    @app.exception_handler(GatewayError)
-    async def _gateway_error(request: Request, exc: GatewayError) -> JSONResponse:
-        if request.scope.get("endpoint") is responses.create_response:
-            await _log_refusal(request, exc)
-        return error_response(exc)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        error = GatewayError(str(exc.detail), status_code=exc.status_code)
-        error.error_type = "invalid_request_error" if exc.status_code < 500 else "server_error"
-        return error_response(error)
-
-    @app.get("/health", response_model=None)  # no response field: see UntypedRoute
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
-
-    app.include_router(responses.router)
-    app.include_router(conversations.router)
-    app.include_router(usage.router)
-    app.include_router(prompts.router)
-    app.include_router(websocket.router)
-    app.router.routes.append(LazyRoutes(CONSOLE_PREFIXES, _console_routes))
-    app.add_middleware(EdgeMiddleware)
     return app

@@ -26,6 +26,12 @@ requests: routes, tenancy and the loop live elsewhere.
 
 from __future__ import annotations
 
+# First, before anything imports httpx: import it without its command-line interface (a
+# cold-start saving; see the module).
+import responses_gateway.coldstart  # noqa: F401
+
+# isort: split
+
 import asyncio
 import importlib.util
 import json
@@ -51,6 +57,7 @@ from responses_gateway.config import (
     parse_config_data,
 )
 from responses_gateway.tenancy import REQUEST_CONTEXT_HEADER, TenancyPolicy, api_key_id
+from responses_gateway.upstream_http import upstream_http_client
 
 if TYPE_CHECKING:
     from responses_gateway.store.base import Store
@@ -604,10 +611,7 @@ def upstream_client(
     """The upstream HTTP client ``create_app`` would make (same timeouts and limits), reporting
     each upstream response's latency and status to ``telemetry``."""
     timer = _UpstreamTimer(telemetry)
-    return httpx.AsyncClient(
-        timeout=httpx.Timeout(600.0, connect=10.0),
-        limits=httpx.Limits(max_connections=200, max_keepalive_connections=50),
-        trust_env=False,
+    return upstream_http_client(
         transport=transport,
         event_hooks={"request": [timer.on_request], "response": [timer.on_response]},
     )

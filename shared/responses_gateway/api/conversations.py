@@ -7,12 +7,11 @@ response's input (every item gets an id); appends are ordered and atomic in the 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 
 from responses_gateway.api.deps import (
-    UntypedRoute,
     gateway_of,
     list_object,
     page_params,
@@ -20,6 +19,7 @@ from responses_gateway.api.deps import (
 )
 from responses_gateway.api.limits import read_json
 from responses_gateway.api.responses import read_include
+from responses_gateway.api.routes import RouteTable
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
 from responses_gateway.loop.prepared import prepare_input
@@ -28,9 +28,16 @@ from responses_gateway.protocol.request import parse_create_request, request_inp
 from responses_gateway.service import conversation_not_found
 from responses_gateway.store.base import Conversation
 
-__all__ = ["router"]
+__all__ = ["router", "routes"]
 
-router = APIRouter(prefix="/v1/conversations", route_class=UntypedRoute)
+routes = RouteTable("/v1/conversations")
+__getattr__ = routes.module_getattr(__name__)
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
+    """These routes as one FastAPI router (built on first access)."""
 
 _MAX_ITEMS = 20
 
@@ -114,7 +121,7 @@ def _item_not_found(item_id: str) -> NotFoundError:
     return NotFoundError(f"Item with id '{item_id}' not found.", param="item_id")
 
 
-@router.post("")
+@routes.post("")
 async def create_conversation(request: Request) -> dict[str, Any]:
     data = await _body(request)
     conversation = Conversation(
@@ -127,12 +134,12 @@ async def create_conversation(request: Request) -> dict[str, Any]:
     return conversation.to_object()
 
 
-@router.get("/{conversation_id}")
+@routes.get("/{conversation_id}")
 async def retrieve_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     return (await _conversation(request, conversation_id)).to_object()
 
 
-@router.post("/{conversation_id}")
+@routes.post("/{conversation_id}")
 async def update_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     data = await _body(request)
     if "metadata" not in data:
@@ -149,14 +156,14 @@ async def update_conversation(request: Request, conversation_id: str) -> dict[st
     return updated.to_object()
 
 
-@router.delete("/{conversation_id}")
+@routes.delete("/{conversation_id}")
 async def delete_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
     if not await gateway_of(request).store.delete_conversation(tenant_of(request), conversation_id):
         raise conversation_not_found(conversation_id)
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 
-@router.post("/{conversation_id}/items")
+@routes.post("/{conversation_id}/items")
 async def create_items(request: Request, conversation_id: str) -> dict[str, Any]:
     data = await _body(request)
     if "items" not in data:
@@ -175,7 +182,7 @@ async def create_items(request: Request, conversation_id: str) -> dict[str, Any]
     return list_object([include_gated(i, include) for i in items], has_more=False)
 
 
-@router.get("/{conversation_id}/items")
+@routes.get("/{conversation_id}/items")
 async def list_items(request: Request, conversation_id: str) -> dict[str, Any]:
     tenant_of(request)  # authenticate before validating anything else (401 before 400)
     page = page_params(request)
@@ -192,7 +199,7 @@ async def list_items(request: Request, conversation_id: str) -> dict[str, Any]:
     return list_object([include_gated(i, include) for i in found.data], has_more=found.has_more)
 
 
-@router.get("/{conversation_id}/items/{item_id}")
+@routes.get("/{conversation_id}/items/{item_id}")
 async def retrieve_item(request: Request, conversation_id: str, item_id: str) -> dict[str, Any]:
     await _conversation(request, conversation_id)
     item = await gateway_of(request).store.get_item(tenant_of(request), conversation_id, item_id)
@@ -201,7 +208,7 @@ async def retrieve_item(request: Request, conversation_id: str, item_id: str) ->
     return include_gated(item, read_include(request))
 
 
-@router.delete("/{conversation_id}/items/{item_id}")
+@routes.delete("/{conversation_id}/items/{item_id}")
 async def delete_item(request: Request, conversation_id: str, item_id: str) -> dict[str, Any]:
     conversation = await _conversation(request, conversation_id)
     if not await gateway_of(request).store.delete_item(

@@ -8,22 +8,22 @@ and how list endpoints read ``after``/``limit``/``order`` (with OpenAI-style 400
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from fastapi import Request
-from fastapi.routing import APIRoute
-from starlette.requests import HTTPConnection
+from starlette.requests import HTTPConnection, Request
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.loop.state import Finish, LoopState
 from responses_gateway.service import Gateway, PreparedRun
 from responses_gateway.tenancy import LOCAL_TENANT, Identity, TenancyPolicy, current_policy
+
+if TYPE_CHECKING:
+    from responses_gateway.api.untyped import UntypedRoute
 
 __all__ = [
     "LOCAL_TENANT",
@@ -41,43 +41,6 @@ __all__ = [
 ]
 
 LAMBDA_CONTEXT_HEADER = "x-amzn-lambda-context"
-
-
-class UntypedRoute(APIRoute):
-    """A route whose return annotation is not a response model.
-
-    The gateway's handlers return finished JSON values (or a ``Response``); FastAPI would
-    otherwise build a pydantic field per route from the annotation at import (pulling in
-    ``pydantic.v1`` for its compatibility check, a cold-start cost) and validate and
-    re-serialise every answer through it (a per-request cost). Without one, the answer goes
-    through ``jsonable_encoder``: the same JSON for these plain values.
-    """
-
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        kwargs["response_model"] = None
-        kwargs.setdefault("name", endpoint.__name__)
-        super().__init__(path, _path_params_from_request(path, endpoint), **kwargs)
-
-
-def _path_params_from_request(path: str, endpoint: Callable[..., Any]) -> Callable[..., Any]:
-    """``endpoint(request, **path_params)`` as an endpoint taking only the request.
-
-    FastAPI builds a pydantic field per declared parameter (and imports ``pydantic.v1`` for
-    the first one, ~17 ms of a cold start); a path segment is a ``str`` that needs no
-    validation, so the handlers' ``str`` path parameters are passed from
-    ``request.path_params`` instead. Endpoints with any other parameter are left as they are.
-    """
-    names = [name for name in inspect.signature(endpoint).parameters if name != "request"]
-    if not names or any("{" + name + "}" not in path for name in names):
-        return endpoint
-
-    async def endpoint_with_path_params(request: Request) -> Any:
-        params = request.path_params
-        return await endpoint(request, **{name: params[name] for name in names})
-
-    return endpoint_with_path_params
-
-
 """The invocation context the Lambda Web Adapter passes to the app (JSON, with ``deadline`` in
 milliseconds since the epoch)."""
 
@@ -87,6 +50,16 @@ _HANDOVER_MARGIN = 180.0
 for the action in flight (tool calls default to a 120 s limit)."""
 _STREAM_MARGIN = 5.0
 """Seconds before the deadline a stream following the log ends cleanly."""
+
+
+def __getattr__(name: str) -> Any:
+    """``UntypedRoute``, FastAPI's route class of the gateway's handlers, imported (with FastAPI)
+    only by the modules that build FastAPI routes."""
+    if name == "UntypedRoute":
+        from responses_gateway.api.untyped import UntypedRoute
+
+        return UntypedRoute
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def gateway_of(request: HTTPConnection) -> Gateway:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pydantic_core
-from fastapi import Request
+from starlette.requests import Request
 
 from responses_gateway.errors import InvalidRequestError, PayloadTooLargeError
 

@@ -12,12 +12,13 @@ never be used. Requests name these prompts in ``prompt`` exactly as configured o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 
-from responses_gateway.api.deps import UntypedRoute, gateway_of
+from responses_gateway.api.deps import gateway_of
 from responses_gateway.api.limits import read_json
+from responses_gateway.api.routes import RouteTable
 from responses_gateway.api.usage import require_operator
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.prompts import (
@@ -28,9 +29,16 @@ from responses_gateway.prompts import (
 )
 from responses_gateway.store.base import PromptVersionExists
 
-__all__ = ["router"]
+__all__ = ["router", "routes"]
 
-router = APIRouter(prefix="/v1/organization/prompts", route_class=UntypedRoute)
+routes = RouteTable("/v1/organization/prompts")
+__getattr__ = routes.module_getattr(__name__)
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
+    """These routes as one FastAPI router (built on first access)."""
 
 _BODY_KEYS = ("instructions", "input")
 
@@ -47,7 +55,7 @@ def _prompt_object(
     }
 
 
-@router.post("/{prompt_id}/versions")
+@routes.post("/{prompt_id}/versions")
 async def create_prompt_version(request: Request, prompt_id: str) -> dict[str, Any]:
     require_operator(request)
     data, _ = await read_json(request)
@@ -87,7 +95,7 @@ async def create_prompt_version(request: Request, prompt_id: str) -> dict[str, A
             "default": make_default}  # fmt: skip
 
 
-@router.get("/{prompt_id}")
+@routes.get("/{prompt_id}")
 async def retrieve_prompt(request: Request, prompt_id: str) -> dict[str, Any]:
     require_operator(request)
     gateway = gateway_of(request)

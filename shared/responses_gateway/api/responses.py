@@ -6,13 +6,12 @@ Owns request parsing and response shapes of these routes. Creating runs the shar
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import (
-    UntypedRoute,
     gateway_of,
     identity_of,
     list_object,
@@ -21,6 +20,7 @@ from responses_gateway.api.deps import (
     timing_of,
 )
 from responses_gateway.api.limits import limits_of, off_loop_if_large, read_json
+from responses_gateway.api.routes import RouteTable
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
@@ -32,9 +32,16 @@ from responses_gateway.service import PreparedRun
 from responses_gateway.store.base import StoredResponse
 from responses_gateway.tool_kinds import shown
 
-__all__ = ["router"]
+__all__ = ["router", "routes"]
 
-router = APIRouter(prefix="/v1/responses", route_class=UntypedRoute)
+routes = RouteTable("/v1/responses")
+__getattr__ = routes.module_getattr(__name__)
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
+    """These routes as one FastAPI router (built on first access)."""
 
 
 def _not_found(response_id: str) -> NotFoundError:
@@ -48,7 +55,7 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
     return record
 
 
-@router.post("")
+@routes.post("")
 async def create_response(request: Request) -> Response:
     gateway = gateway_of(request)
     identity = identity_of(request)  # authenticate before reading the body
@@ -106,7 +113,7 @@ def _signal_omitted(response: Response, run: PreparedRun) -> Response:
     return response
 
 
-@router.post("/input_tokens")
+@routes.post("/input_tokens")
 async def count_input_tokens(request: Request) -> JSONResponse:
     """The input tokens a create with this body would send, by the upstream's tokenizer where it
     has one; the ``x-token-count-source`` header says how they were counted."""
@@ -121,7 +128,7 @@ async def count_input_tokens(request: Request) -> JSONResponse:
     )
 
 
-@router.post("/compact")
+@routes.post("/compact")
 async def compact_conversation(request: Request) -> dict[str, Any]:
     """Compact a conversation: its user messages and one ``compaction`` item (see
     :mod:`responses_gateway.compact`)."""
@@ -164,7 +171,7 @@ def _shown(response: Any, request: Request) -> Any:
     return {**response, "output": [shown(item, include) for item in response["output"]]}
 
 
-@router.get("/{response_id}")
+@routes.get("/{response_id}")
 async def retrieve_response(request: Request, response_id: str) -> Any:
     record = await _stored(request, response_id)
     gateway = gateway_of(request)
@@ -188,19 +195,19 @@ async def retrieve_response(request: Request, response_id: str) -> Any:
     return stream_log(gateway, record.tenant, record.id, after, timing_of(request))
 
 
-@router.post("/{response_id}/cancel")
+@routes.post("/{response_id}/cancel")
 async def cancel_response(request: Request, response_id: str) -> dict[str, Any]:
     return await cancel_run(gateway_of(request), await _stored(request, response_id))
 
 
-@router.delete("/{response_id}")
+@routes.delete("/{response_id}")
 async def delete_response(request: Request, response_id: str) -> dict[str, Any]:
     if not await gateway_of(request).store.delete_response(tenant_of(request), response_id):
         raise _not_found(response_id)
     return {"id": response_id, "object": "response", "deleted": True}
 
 
-@router.get("/{response_id}/input_items")
+@routes.get("/{response_id}/input_items")
 async def list_input_items(request: Request, response_id: str) -> dict[str, Any]:
     tenant_of(request)  # authenticate before validating anything else (401 before 400)
     page = page_params(request)

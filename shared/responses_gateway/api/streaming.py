@@ -29,8 +29,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import Request
-from fastapi.responses import Response, StreamingResponse
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
 
 from responses_gateway.adapters.sse import FLOW_GATE
 from responses_gateway.api.deps import NO_LIMITS, Timing

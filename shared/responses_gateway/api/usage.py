@@ -9,17 +9,25 @@ key gets 403. The report covers every tenant (a tenant is a ``project_id``).
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Request
+from starlette.requests import Request
 
-from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
+from responses_gateway.api.deps import gateway_of, identity_of
+from responses_gateway.api.routes import RouteTable
 from responses_gateway.errors import PermissionDeniedError
 from responses_gateway.usage.report import build_page, parse_query
 
-__all__ = ["require_operator", "router"]
+__all__ = ["require_operator", "router", "routes"]
 
-router = APIRouter(prefix="/v1/organization/usage", route_class=UntypedRoute)
+routes = RouteTable("/v1/organization/usage")
+__getattr__ = routes.module_getattr(__name__)
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
+    """These routes as one FastAPI router (built on first access)."""
 
 
 def require_operator(request: Request) -> str:
@@ -39,7 +47,7 @@ def require_operator(request: Request) -> str:
     return identity.tenant
 
 
-@router.get("/completions")
+@routes.get("/completions")
 async def usage_completions(request: Request) -> dict[str, Any]:
     require_operator(request)
     params = {key: request.query_params.getlist(key) for key in request.query_params}

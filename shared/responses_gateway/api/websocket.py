@@ -12,18 +12,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, WebSocket
-from starlette.websockets import WebSocketDisconnect
+from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from responses_gateway.api.deps import gateway_of, identity_of
+from responses_gateway.api.routes import RouteTable
 from responses_gateway.errors import GatewayError
 from responses_gateway.sockets.session import Session, SessionLimits
 
-__all__ = ["router", "session_limits"]
+__all__ = ["router", "routes", "session_limits"]
 
-router = APIRouter()
+routes = RouteTable()
+__getattr__ = routes.module_getattr(__name__)
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+    router: APIRouter
+    """This route as a FastAPI router (built on first access)."""
 
 _CLOSE_NORMAL = 1000
 _CLOSE_POLICY = 1008
@@ -61,7 +68,7 @@ async def _receive_all(websocket: WebSocket, session: Session) -> None:
         await session.settle()  # a refused message's record and error event, before the next
 
 
-@router.websocket("/v1/responses")
+@routes.websocket("/v1/responses")
 async def responses_socket(websocket: WebSocket) -> None:
     try:
         identity = identity_of(websocket)
