@@ -90,6 +90,8 @@ class Stack:
     db_path: Path | None = None
     config: GatewayConfig | None = None
     store: Store | None = None
+    gateway: Any = None
+    """The served app's :class:`~responses_gateway.service.Gateway`."""
     _extra: list[Any] = field(default_factory=list)
 
     def open_store(self, clock: Callable[[], float] | None = None) -> Store:
@@ -245,7 +247,8 @@ def stack(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         db_path = tmp_path_factory.mktemp("e2e-sqlite") / "gateway.db"
         store = SqliteStore(db_path)
     policy = McpPolicy(allow_http=True, allow_loopback=True)  # test MCP servers are local
-    gateway_server = run_in_thread(create_app(config, store, latch=latch, mcp_policy=policy))
+    app = create_app(config, store, latch=latch, mcp_policy=policy)
+    gateway_server = run_in_thread(app)
     stack = Stack(
         upstream,
         upstream_server,
@@ -256,6 +259,7 @@ def stack(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
         db_path=db_path,
         config=config,
         store=store,
+        gateway=app.state.gateway,
     )
     try:
         yield stack

@@ -18,6 +18,7 @@ from responses_gateway.app import create_app
 from responses_gateway.tenancy import TenancyPolicy, parse_keys
 from responses_gateway.testing.script import ScriptedUpstream, Turn, Usage
 from responses_gateway.testing.server import run_in_thread
+from responses_gateway.usage.requestlog import RefusalGate
 
 from .conftest import MODELS, Stack
 
@@ -120,8 +121,11 @@ def test_buffered_create_records_its_time_to_first_token(
 
 
 def test_creates_refused_before_the_loop_are_logged_with_status_and_code(
-    http: httpx.Client, upstream: ScriptedUpstream
+    stack: Stack, http: httpx.Client, upstream: ScriptedUpstream
 ) -> None:
+    # refusals earlier tests sent (malformed WebSocket messages...) used up the session gateway's
+    # refusal budget: this test starts with a full one
+    stack.gateway.refusals = RefusalGate()
     thread = f"thr-{uuid.uuid4().hex[:10]}"
     unknown = http.post(
         "/responses",
