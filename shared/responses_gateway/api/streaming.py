@@ -243,21 +243,29 @@ async def run_buffered(
     """Run the loop to its end for a non-streaming client; False if the client went away, True
     when it ended, or the ``in_progress`` Response object when it handed over to the worker.
 
-    A client that disconnects cancels the response, exactly as a streaming one does.
+    A client that disconnects cancels the response, exactly as a streaming one does. The loop
+    runs in the request's own task; one watcher task listens for the disconnect and cancels it.
     """
     pause = timing.pause(run) if gateway is not None else None
-    task = asyncio.create_task(run_loop(run.state, run.ctx, run.observe(NullSink()), pause=pause))
-    watcher = asyncio.create_task(_disconnected(request))
+    running = asyncio.current_task()
+    assert running is not None
+    left = False
+
+    async def cancel_on_disconnect() -> None:
+        nonlocal left
+        await _disconnected(request)
+        left = True
+        running.cancel()
+
+    watcher = asyncio.create_task(cancel_on_disconnect())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        await run_loop(run.state, run.ctx, run.observe(NullSink()), pause=pause)
+    except asyncio.CancelledError:
+        if left and running.uncancel() == 0:  # this watcher's cancellation, and no other
+            return False
+        raise
     finally:
         watcher.cancel()
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        return False
-    task.result()
     if gateway is not None and run.state.status == "in_progress":
         return await asyncio.shield(hand_over(gateway, run, []))
     return True
