@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import gzip
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
 
-from responses_gateway.adapters.sse import ServerSentEvent, SSEDecoder, aiter_sse
+from responses_gateway.adapters.sse import FLOW_GATE, ServerSentEvent, SSEDecoder, aiter_sse
 from responses_gateway.errors import UpstreamProtocolError, UpstreamTransportError
 
 
@@ -175,3 +176,34 @@ async def test_aiter_sse_body_trickled_a_byte_at_a_time() -> None:
         ServerSentEvent("message", "ünï"),
         ServerSentEvent("message", "b"),
     ]
+
+
+async def test_aiter_sse_flow_gate_waits_only_when_it_returns_an_awaitable() -> None:
+    calls: list[str] = []
+    behind = [False, True, False]
+
+    async def room() -> None:
+        calls.append("waited")
+
+    def gate() -> Any:
+        calls.append("asked")
+        return room() if behind.pop(0) else None
+
+    body = [b"data: 1\n\n", b"data: 2\n\n", b"data: 3\n\n"]
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, stream=_Chunks(body)))
+    token = FLOW_GATE.set(gate)
+    try:
+        events = await _events(transport)
+    finally:
+        FLOW_GATE.reset(token)
+    assert [e.data for e in events] == ["1", "2", "3"]
+    assert calls == ["asked", "asked", "waited", "asked"]
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self._chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self._chunks:
+            yield chunk

@@ -1,6 +1,7 @@
 """run_buffered: the loop of a non-streaming create runs in the request's own task; a client
 that leaves cancels it (stored ``cancelled``, the upstream stream closed) and leaves no
-cancellation behind; a cancellation from elsewhere still propagates."""
+cancellation behind; a cancellation from elsewhere still propagates. run_streamed: one task,
+the loop's, and the answer once the stream committed."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import httpx
 import pytest
 from starlette.requests import Request
 
-from responses_gateway.api.streaming import run_buffered
+from responses_gateway.api.streaming import run_buffered, run_streamed
 from responses_gateway.config import parse_config
 from responses_gateway.service import Gateway, PreparedRun
 
@@ -52,6 +53,7 @@ class _Upstream(httpx.AsyncByteStream):
         self.tasks: list[asyncio.Task[Any] | None] = []
         self.sent = asyncio.Event()
         self.closed = False
+        self.closed_event = asyncio.Event()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         self.tasks.append(asyncio.current_task())
@@ -63,6 +65,7 @@ class _Upstream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.closed = True
+        self.closed_event.set()
 
 
 class _Ledger:
@@ -155,3 +158,26 @@ async def test_run_buffered_cancelled_from_elsewhere_raises_and_ends_the_respons
         await running
     assert run.state.status == "cancelled"
     assert upstream.closed
+
+
+async def test_run_streamed_answers_once_committed_with_one_task_for_the_loop() -> None:
+    gateway, run, upstream = await _run(hang=True)
+    run.stream = True
+    started: list[str] = []
+    loop = asyncio.get_running_loop()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any) -> asyncio.Task[Any]:
+        started.append(coro.__qualname__)
+        return asyncio.Task(coro, loop=loop)
+
+    loop.set_task_factory(counting)
+    try:
+        response = await run_streamed(run, gateway)
+    finally:
+        loop.set_task_factory(None)
+    assert started == ["run_streamed.<locals>.run_to_end"]
+    assert response.media_type == "text/event-stream"
+    assert run.state.output[0]["type"] == "message"  # committed: the first item opened
+    body = response.body_iterator  # type: ignore[attr-defined]
+    await body.aclose()  # the client is gone: the loop is cancelled and stored as such
+    await upstream.closed_event.wait()

@@ -44,10 +44,12 @@ DEFAULT_MAX_EVENT_CHARS = 8 * 1024 * 1024
 DEFAULT_MAX_STREAM_CHARS = 64 * 1024 * 1024
 
 
-FLOW_GATE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("FLOW_GATE", default=None)
-"""Awaited before each upstream chunk is read, when set: the consumer of the loop's events
-(a streaming response's outbox) blocks here while its client is behind, so a slow reader slows
-the upstream read instead of growing a buffer."""
+FLOW_GATE: ContextVar[Callable[[], Awaitable[None] | None] | None] = ContextVar(
+    "FLOW_GATE", default=None
+)
+"""Called before each upstream chunk is read, when set: None while the consumer of the loop's
+events (a streaming response's outbox) keeps up, else an awaitable that blocks while its
+client is behind, so a slow reader slows the upstream read instead of growing a buffer."""
 
 
 def _cap(name: str, default: int) -> int:
@@ -197,7 +199,9 @@ async def aiter_sse(response: httpx.Response) -> AsyncGenerator[ServerSentEvent,
     try:
         async for chunk in _chunks(response):
             if gate is not None:
-                await gate()
+                waiting = gate()
+                if waiting is not None:
+                    await waiting
             budget -= len(chunk)
             if budget < 0:
                 raise UpstreamProtocolError(
