@@ -239,7 +239,9 @@ def _spent(before: float | None, after: float | None) -> float | None:
 # -- throughput and memory -----------------------------------------------------------------------
 
 
-async def _rps(url: str, body: bytes, clients: int, seconds: float) -> tuple[float, int]:
+async def _rps(url: str, body: bytes, clients: int, seconds: float) -> tuple[float, int, int]:
+    """Answered requests per second, requests sent, and how many failed (a non-200 answer, or
+    a connection the server side dropped: counted, not fatal, on a loaded machine)."""
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     done = 0
     failed = 0
@@ -250,18 +252,22 @@ async def _rps(url: str, body: bytes, clients: int, seconds: float) -> tuple[flo
             nonlocal done, failed
             while time.perf_counter() < deadline:
                 request = client.build_request("POST", PATH, content=body, headers=HEADERS)
-                async with contextlib.aclosing(await client.send(request, stream=True)) as r:
-                    async for _ in r.aiter_raw():
-                        pass
-                    if r.status_code == 200:
-                        done += 1
-                    else:
-                        failed += 1
+                try:
+                    async with contextlib.aclosing(await client.send(request, stream=True)) as r:
+                        async for _ in r.aiter_raw():
+                            pass
+                except httpx.TransportError:
+                    failed += 1
+                    continue
+                if r.status_code == 200:
+                    done += 1
+                else:
+                    failed += 1
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
         elapsed = time.perf_counter() - started
-    return done / elapsed, done + failed
+    return done / elapsed, done + failed, failed
 
 
 def throughput_rows(urls: dict[str, str], seconds: float) -> tuple[dict[str, Any], int]:
@@ -272,8 +278,11 @@ def throughput_rows(urls: dict[str, str], seconds: float) -> tuple[dict[str, Any
         for clients in (16, 64):
             row = {}
             for target in ("passthrough", "gateway"):
-                rps, count = asyncio.run(_rps(urls[target], _body(model, stream), clients, seconds))
+                rps, count, failed = asyncio.run(
+                    _rps(urls[target], _body(model, stream), clients, seconds)
+                )
                 row[target] = rps
+                row[f"{target}_failed"] = failed
                 if target == "gateway":
                     sent += count
             out[f"{'stream' if stream else 'nonstream'}_{clients}"] = row
@@ -530,8 +539,10 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             row(f"artifact {name} (unzipped)", figures["unzipped_mb"], None, "MB")
     for key, figures in results.get("throughput", {}).items():
         mode, clients = key.split("_")
+        failed = figures.get("gateway_failed", 0), figures.get("passthrough_failed", 0)
         row(
-            f"throughput {mode}, {clients} clients (rps)",
+            f"throughput {mode}, {clients} clients (rps)"
+            + (f" failed {failed[0]}/{failed[1]}" if any(failed) else ""),
             figures["gateway"],
             figures["passthrough"],
             "/s",
