@@ -53,7 +53,6 @@ class _Upstream(httpx.AsyncByteStream):
         self.tasks: list[asyncio.Task[Any] | None] = []
         self.sent = asyncio.Event()
         self.closed = False
-        self.closed_event = asyncio.Event()
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         self.tasks.append(asyncio.current_task())
@@ -65,7 +64,6 @@ class _Upstream(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         self.closed = True
-        self.closed_event.set()
 
 
 class _Ledger:
@@ -164,11 +162,13 @@ async def test_run_streamed_answers_once_committed_with_one_task_for_the_loop() 
     gateway, run, upstream = await _run(hang=True)
     run.stream = True
     started: list[str] = []
+    tasks: list[asyncio.Task[Any]] = []
     loop = asyncio.get_running_loop()
 
     def counting(loop: asyncio.AbstractEventLoop, coro: Any) -> asyncio.Task[Any]:
         started.append(coro.__qualname__)
-        return asyncio.Task(coro, loop=loop)
+        tasks.append(asyncio.Task(coro, loop=loop))
+        return tasks[-1]
 
     loop.set_task_factory(counting)
     try:
@@ -179,5 +179,9 @@ async def test_run_streamed_answers_once_committed_with_one_task_for_the_loop() 
     assert response.media_type == "text/event-stream"
     assert run.state.output[0]["type"] == "message"  # committed: the first item opened
     body = response.body_iterator  # type: ignore[attr-defined]
+    first = await body.__anext__()
+    assert first.startswith(b"event: response.created\n")
     await body.aclose()  # the client is gone: the loop is cancelled and stored as such
-    await upstream.closed_event.wait()
+    await asyncio.wait(tasks)
+    assert upstream.closed
+    assert run.state.status == "cancelled"
