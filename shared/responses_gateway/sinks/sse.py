@@ -4,10 +4,13 @@ Owns the translation of :mod:`responses_gateway.loop.events` into the wire event
 streaming contract (``response.created`` ... ``response.completed``): event names, field names,
 ``sequence_number`` numbering, ``obfuscation`` padding and SSE framing. Its only state is what the
 translation needs (the next sequence number, each open item's type, whether the terminal event was
-sent). The event dicts are built here once for every transport: SSE frames them, and the
-WebSocket sink (:mod:`responses_gateway.sinks.websocket`) overrides only :meth:`SSESink._frame`.
-It makes no control decisions, never reorders, invents or drops loop events, and does not
-touch the transport beyond calling ``write`` once per frame.
+sent) and two savings of one response: the encoded fields of the part whose deltas it is writing
+(a delta's frame is that head, its encoded text and the fields after it: the bytes the dict
+would encode to) and the random bytes its padding draws from. The event dicts are built here once
+for every transport: SSE frames them, and the WebSocket sink
+(:mod:`responses_gateway.sinks.websocket`) overrides only :meth:`SSESink._frame` and
+:meth:`SSESink._frame_json`. It makes no control decisions, never reorders, invents or drops loop
+events, and does not touch the transport beyond calling ``write`` once per frame.
 
 A cancelled response has no wire event of its own (neither the SDK's ``ResponseStreamEvent`` union
 nor the OpenAPI spec has a ``response.cancelled``), so it ends with ``response.failed`` whose
