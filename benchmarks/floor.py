@@ -13,6 +13,9 @@ Rows (medians; ratios to the pass-through of the same run):
 - added latency, non-streaming ``store: false``: (gateway - direct upstream) against
   (pass-through - direct upstream), per iteration paired, the three paths rotated;
 - added per streamed event (300 deltas): the same over the whole stream, divided by 300;
+- CPU per create and per streamed event: the gateway's and the pass-through's process CPU time
+  (``/proc/<pid>/stat``, user + system) over those same paired loops, per request (per event):
+  what scheduling on a shared machine does not distort;
 - import-to-ready of the streaming and buffered functions' entry modules (in-process
   ``perf_counter`` around the import, fresh interpreter each run, this environment's packages);
 - first create after a cold start (uvicorn serving ``streaming_app``: spawn to ``/health``, then
@@ -24,7 +27,8 @@ Rows (medians; ratios to the pass-through of the same run):
 - artifact size per function (from ``--build-dir`` when ``sam build`` made one);
 - throughput (requests per second) at 16 and 64 concurrent clients, non-streaming and
   streaming, gateway against pass-through;
-- gateway RSS after start and after ``--rss-requests`` requests.
+- gateway RSS after start, after the latency rows (warm), after the throughput rows (64
+  concurrent streams: a high-water mark) and after ``--rss-requests`` more requests (growth).
 
 Reports, never asserts (exit 1 only when a server fails to start).
 
@@ -190,7 +194,11 @@ def paired(calls: Sequence[Call], iterations: int, warmup: int) -> list[list[int
     return totals
 
 
-def latency_rows(urls: dict[str, str], iterations: int) -> dict[str, Any]:
+def latency_rows(
+    urls: dict[str, str], iterations: int, cpu: dict[str, Callable[[], float | None]]
+) -> dict[str, Any]:
+    """Added latency per path (medians of paired differences) and, from ``cpu`` (the
+    pass-through's and the gateway's CPU seconds so far), their CPU per request."""
     with (
         httpx.Client(base_url=urls["upstream"], timeout=30) as up,
         httpx.Client(base_url=urls["passthrough"], timeout=30) as pt,
@@ -206,7 +214,10 @@ def latency_rows(urls: dict[str, str], iterations: int) -> dict[str, Any]:
             ]
             for call in calls:
                 call.fetch()
-            direct, passthrough, gateway = paired(calls, n, max(5, n // 10))
+            warmup = max(5, n // 10)
+            before = {name: read() for name, read in cpu.items()}
+            direct, passthrough, gateway = paired(calls, n, warmup)
+            spent = {name: _spent(before[name], read()) for name, read in cpu.items()}
             pt_added = statistics.median(p - d for p, d in zip(passthrough, direct, strict=True))
             gw_added = statistics.median(g - d for g, d in zip(gateway, direct, strict=True))
             key = "stream" if stream else "nonstream"
@@ -216,13 +227,22 @@ def latency_rows(urls: dict[str, str], iterations: int) -> dict[str, Any]:
                 "passthrough_added_us": pt_added / 1000 / scale,
                 "gateway_added_us": gw_added / 1000 / scale,
             }
+            for name, seconds in spent.items():
+                if seconds is not None:
+                    out[key][f"{name}_cpu_us"] = seconds * 1e6 / (warmup + n) / scale
         return out
+
+
+def _spent(before: float | None, after: float | None) -> float | None:
+    return None if before is None or after is None else after - before
 
 
 # -- throughput and memory -----------------------------------------------------------------------
 
 
-async def _rps(url: str, body: bytes, clients: int, seconds: float) -> tuple[float, int]:
+async def _rps(url: str, body: bytes, clients: int, seconds: float) -> tuple[float, int, int]:
+    """Answered requests per second, requests sent, and how many failed (a non-200 answer, or
+    a connection the server side dropped: counted, not fatal, on a loaded machine)."""
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     done = 0
     failed = 0
@@ -233,18 +253,22 @@ async def _rps(url: str, body: bytes, clients: int, seconds: float) -> tuple[flo
             nonlocal done, failed
             while time.perf_counter() < deadline:
                 request = client.build_request("POST", PATH, content=body, headers=HEADERS)
-                async with contextlib.aclosing(await client.send(request, stream=True)) as r:
-                    async for _ in r.aiter_raw():
-                        pass
-                    if r.status_code == 200:
-                        done += 1
-                    else:
-                        failed += 1
+                try:
+                    async with contextlib.aclosing(await client.send(request, stream=True)) as r:
+                        async for _ in r.aiter_raw():
+                            pass
+                except httpx.TransportError:
+                    failed += 1
+                    continue
+                if r.status_code == 200:
+                    done += 1
+                else:
+                    failed += 1
 
         started = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
         elapsed = time.perf_counter() - started
-    return done / elapsed, done + failed
+    return done / elapsed, done + failed, failed
 
 
 def throughput_rows(urls: dict[str, str], seconds: float) -> tuple[dict[str, Any], int]:
@@ -255,8 +279,11 @@ def throughput_rows(urls: dict[str, str], seconds: float) -> tuple[dict[str, Any
         for clients in (16, 64):
             row = {}
             for target in ("passthrough", "gateway"):
-                rps, count = asyncio.run(_rps(urls[target], _body(model, stream), clients, seconds))
+                rps, count, failed = asyncio.run(
+                    _rps(urls[target], _body(model, stream), clients, seconds)
+                )
                 row[target] = rps
+                row[f"{target}_failed"] = failed
                 if target == "gateway":
                     sent += count
             out[f"{'stream' if stream else 'nonstream'}_{clients}"] = row
@@ -493,6 +520,9 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             s["passthrough_added_us"],
             "us",
         )
+        if "gateway_cpu_us" in n and "passthrough_cpu_us" in n:
+            row("CPU per create, non-streaming", n["gateway_cpu_us"], n["passthrough_cpu_us"], "us")
+            row("CPU per streamed event", s["gateway_cpu_us"], s["passthrough_cpu_us"], "us")
     cold = results.get("cold", {})
     if cold:
         row("streaming function, import-to-ready", cold["streaming_import_ms"], None, "ms")
@@ -529,8 +559,10 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             row(f"artifact {name} (unzipped)", figures["unzipped_mb"], None, "MB")
     for key, figures in results.get("throughput", {}).items():
         mode, clients = key.split("_")
+        failed = figures.get("gateway_failed", 0), figures.get("passthrough_failed", 0)
         row(
-            f"throughput {mode}, {clients} clients (rps)",
+            f"throughput {mode}, {clients} clients (rps)"
+            + (f" failed {failed[0]}/{failed[1]}" if any(failed) else ""),
             figures["gateway"],
             figures["passthrough"],
             "/s",
@@ -538,8 +570,18 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
     if "rss" in results:
         rss = results["rss"]
         row("gateway RSS after start", rss["start_mb"], rss["passthrough_start_mb"], "MB")
+        if "warm_mb" in rss:
+            warm = rss["warm_mb"], rss["passthrough_warm_mb"]
+            row("gateway RSS after the latency rows", *warm, "MB")
+        if "throughput_mb" in rss:
+            row(
+                "gateway RSS after the throughput rows",
+                rss["throughput_mb"],
+                rss["passthrough_throughput_mb"],
+                "MB",
+            )
         row(
-            f"gateway RSS after {rss['requests']} requests",
+            f"gateway RSS after {rss['requests']} more requests",
             rss["after_mb"],
             rss["passthrough_after_mb"],
             "MB",
@@ -576,23 +618,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             with httpx.Client(timeout=5) as probe:
                 wait_ready(probe, f"{gw.url}/health")
                 wait_ready(probe, f"{pt.url}/health")
-            rss_start = (gw.rss_mb(), pt.rss_mb())
+            rss: dict[str, Any] = {"start_mb": gw.rss_mb(), "passthrough_start_mb": pt.rss_mb()}
             if "latency" not in skip:
-                results["latency"] = latency_rows(urls, args.iterations)
-            sent = 0
+                cpu = {"passthrough": pt.cpu_seconds, "gateway": gw.cpu_seconds}
+                results["latency"] = latency_rows(urls, args.iterations, cpu)
+                rss.update(warm_mb=gw.rss_mb(), passthrough_warm_mb=pt.rss_mb())
             if "throughput" not in skip:
-                results["throughput"], sent = throughput_rows(urls, args.seconds)
-            if "rss" not in skip:
-                left = max(0, args.rss_requests - sent)
-                asyncio.run(_send_many(gw.url, left))
-                asyncio.run(_send_many(pt.url, left))
-                results["rss"] = {
-                    "requests": max(sent, args.rss_requests),
-                    "start_mb": rss_start[0],
-                    "passthrough_start_mb": rss_start[1],
-                    "after_mb": gw.rss_mb(),
-                    "passthrough_after_mb": pt.rss_mb(),
-                }
+                results["throughput"], _ = throughput_rows(urls, args.seconds)
+                rss.update(throughput_mb=gw.rss_mb(), passthrough_throughput_mb=pt.rss_mb())
+            if "rss" not in skip:  # growth: this many requests after everything above
+                asyncio.run(_send_many(gw.url, args.rss_requests))
+                asyncio.run(_send_many(pt.url, args.rss_requests))
+                rss.update(requests=args.rss_requests, after_mb=gw.rss_mb())
+                rss.update(passthrough_after_mb=pt.rss_mb())
+                results["rss"] = rss
             if "stdio" not in skip:  # last: it imports the MCP client, which the RSS rows exclude
                 results["stdio"] = stdio_rows(gw.url, args.stdio_iterations)
         finally:

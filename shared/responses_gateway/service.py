@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from responses_gateway.adapters.base import Adapter
 from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_adapter
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.background.log import LogNotifier
@@ -56,7 +57,11 @@ from responses_gateway.prompts import (
     resolve_prompt,
     stored_template,
 )
-from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS, check_request
+from responses_gateway.protocol.contract import (
+    RESPONSES_ONLY_FIELDS,
+    check_request,
+    checked_fields,
+)
 from responses_gateway.protocol.request import (
     CreateResponseRequest,
     McpTool,
@@ -259,6 +264,20 @@ class Gateway:
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
         self._router: Any = None
+        self._adapters: dict[int, tuple[Provider, Adapter]] = {}
+        """Each provider's adapter, built on its first request (adapters hold only the
+        provider's endpoint: nothing of a request or a tenant), by ``id`` of the provider."""
+
+    def adapter_for(self, provider: Provider) -> Adapter:
+        """The adapter speaking to ``provider`` (one per provider per process, as the router
+        keeps one per deployment)."""
+        entry = self._adapters.get(id(provider))
+        if entry is None or entry[0] is not provider:
+            entry = self._adapters[id(provider)] = (
+                provider,
+                make_adapter(provider, self.client, self.latch),
+            )
+        return entry[1]
 
     def router_for(self, model: str) -> Any:
         """The process's :class:`~responses_gateway.routing.router.Router` when ``model`` has a
@@ -327,7 +346,7 @@ class Gateway:
         if run.get("mcp_tools"):
             parsed = parse_create_request({"model": state.model, "tools": run["mcp_tools"]})
             tools = list(parsed.tools or [])
-        adapter = make_adapter(provider, self.client, self.latch)
+        adapter = self.adapter_for(provider)
         sessions = RunMcpSessions()
         ctx = LoopContext(
             adapter=adapter,
@@ -544,10 +563,13 @@ class Gateway:
             raw_input = _prompt_input(resolved_prompt, raw_input)
         opened = open_client_reasoning(raw_input, tenant)
         guard = self.budget_guard(tenant)
-        admitted, context = await asyncio.gather(
-            guard.admit() if guard is not None else _no_status(),
-            self.load_context(tenant, request.previous_response_id, request.conversation, memory),
+        reading = self.load_context(
+            tenant, request.previous_response_id, request.conversation, memory
         )
+        if guard is None:  # one read at most: no tasks to run it beside another
+            admitted, context = None, await reading
+        else:
+            admitted, context = await asyncio.gather(guard.admit(), reading)
         if admitted is not None and admitted.exceeded is not None:
             raise QuotaExceededError(admitted.message())
         context_ids = context.item_ids
@@ -555,7 +577,7 @@ class Gateway:
         resolved = await self.store.get_items(tenant, wanted) if wanted else {}
         prepared = prepare_input(raw_input, context_ids=context_ids, resolved=resolved)
         approved = plan_approvals(context.history, prepared.items)
-        adapter = make_adapter(provider, self.client, self.latch)
+        adapter = self.adapter_for(provider)
         transcript = expand_compactions(
             to_model_items(
                 restore_reasoning(
@@ -613,7 +635,10 @@ class Gateway:
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
         omitted_fields = check_request(
-            request.model_dump(mode="json", exclude_unset=True, exclude={"input"}), adapter.wire
+            request.model_dump(
+                mode="json", exclude_unset=True, include=set(checked_fields(adapter.wire))
+            ),
+            adapter.wire,
         )
         if omitted_fields:
             logger.info(
@@ -736,6 +761,9 @@ class Gateway:
             if run is None:
                 await write(state, response)
                 return
+            if not store and remember is None:  # nothing to write beside the ledger entry
+                await self.record_usage(tenant, run, state, background=False)
+                return
             await asyncio.gather(
                 write(state, response),
                 self.record_usage(tenant, run, state, background=False),
@@ -757,10 +785,6 @@ class Gateway:
                 await remember(state)
 
         return persist
-
-
-async def _no_status() -> None:
-    return None
 
 
 def _rememberer(

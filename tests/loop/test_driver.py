@@ -213,3 +213,27 @@ async def test_run_loop_pauses_between_actions_and_a_later_run_finishes_it() -> 
     assert resumed.status == "completed"
     assert asked == ["Finish"]  # never asked after the last action
     assert sink.types()[-1] == "ResponseFinished"
+
+
+class _Meter:
+    """A context meter that lets every call through and keeps the calls it measured."""
+
+    def __init__(self) -> None:
+        self.measured: list[ModelCall] = []
+
+    async def limits(self, call: ModelCall) -> Any:
+        from responses_gateway.context.meter import ContextLimits
+
+        return ContextLimits()
+
+    async def measure(self, call: ModelCall, wire: str, limits: Any) -> None:
+        self.measured.append(call)
+
+
+async def test_run_loop_with_a_meter_calls_the_model_with_the_call_it_measured() -> None:
+    adapter = ScriptAdapter(say("Hello"))
+    meter = _Meter()
+    ctx = LoopContext(adapter, "up", meter=meter)  # type: ignore[arg-type]
+    await run_loop(_state(), ctx, Recorder())
+    assert len(meter.measured) == 1
+    assert adapter.calls[0] is meter.measured[0]  # built once, not again for the call

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from responses_gateway.protocol.contract import FAMILIES, WIRES, coverage, lower_context_items
+from responses_gateway.errors import InvalidRequestError
+from responses_gateway.protocol.contract import (
+    FAMILIES,
+    WIRES,
+    check_request,
+    checked_fields,
+    coverage,
+    lower_context_items,
+)
+from responses_gateway.protocol.request import parse_create_request
 from responses_gateway.testing.sdk_unions import sdk_names, sdk_version
 
 PINNED_SDK = "3.57.0"
@@ -90,3 +101,31 @@ def test_harmony_honours_every_field_and_include_value_it_has_the_data_for() -> 
     assert INCLUDE_VALUES["message.output_text.logprobs"].harmony.fate == "lowered"
     for wire in ("chat", "harmony"):
         assert INCLUDE_VALUES["message.input_image.image_url"].on(wire).fate == "gateway"
+
+
+_CHECKED_BODIES = [
+    {"model": "m", "input": "hi"},
+    {"model": "m", "service_tier": "flex", "prompt_cache_key": "k", "moderation": {}},
+    {"model": "m", "image": {"a": 1}, "background_options": {"x": True}, "text": {}},
+    {"model": "m", "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}]},
+    {"model": "m", "tools": [{"type": "programmatic_tool_calling"}]},
+    {"model": "m", "prompt_cache_retention": "24h", "access_programs": {}, "tools": []},
+]
+
+
+@pytest.mark.parametrize("wire", [*WIRES, "test"])
+@pytest.mark.parametrize("body", _CHECKED_BODIES)
+def test_check_request_reads_only_the_checked_fields(wire: str, body: dict[str, Any]) -> None:
+    """A caller may dump only checked_fields(wire): the answer (or the 400) is the same."""
+    request = parse_create_request(body)
+    whole = request.model_dump(mode="json", exclude_unset=True, exclude={"input"})
+    part = request.model_dump(mode="json", exclude_unset=True, include=set(checked_fields(wire)))
+    try:
+        expected: Any = check_request(whole, wire)
+    except InvalidRequestError as error:
+        expected = error.to_error()
+    try:
+        got: Any = check_request(part, wire)
+    except InvalidRequestError as error:
+        got = error.to_error()
+    assert got == expected

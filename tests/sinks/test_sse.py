@@ -722,3 +722,101 @@ def test_emit_output_writer_stream_sdk_stream_helper_returns_final_response() ->
     assert seen[0] == "response.created" and seen[-1] == "response.completed"
     assert final.output_text == "Hello, wörld"
     assert final.status == "completed"
+
+
+_TRICKY = ["plain", 'quo"te \\ back', "new\nline\ttab\x01\x1f", "ünï 😀 \u2028", ""]
+
+
+def _delta_dicts(event: LoopEvent, delta: str) -> tuple[str, dict[str, Any]]:
+    """The frame a delta event must become, built as a dict (the generic path)."""
+    if isinstance(event, ArgumentsDelta):
+        name = "response.function_call_arguments.delta"
+        return name, {"type": name, "item_id": event.item_id, "output_index": 0, "delta": delta}
+    assert isinstance(event, TextDelta)
+    if event.part_type == "summary_text":
+        name = "response.reasoning_summary_text.delta"
+        index = "summary_index"
+    else:
+        name = {
+            "output_text": "response.output_text.delta",
+            "refusal": "response.refusal.delta",
+            "reasoning_text": "response.reasoning_text.delta",
+        }[event.part_type]
+        index = "content_index"
+    data = {"type": name, "item_id": event.item_id, "output_index": 0, index: 2, "delta": delta}
+    if event.part_type == "output_text":
+        data["logprobs"] = []
+    return name, data
+
+
+@pytest.mark.parametrize(
+    "event",
+    [
+        TextDelta(0, "msg_1", 2, "output_text", ""),
+        TextDelta(0, "msg_1", 2, "refusal", ""),
+        TextDelta(0, "rs_1", 2, "reasoning_text", ""),
+        TextDelta(0, "rs_1", 2, "summary_text", ""),
+        ArgumentsDelta(0, "fc_1", ""),
+    ],
+    ids=lambda e: getattr(e, "part_type", "arguments"),
+)
+def test_emit_delta_frames_are_the_bytes_of_their_dicts(event: LoopEvent) -> None:
+    capture = _Capture()
+    sink = SSESink(capture)
+    expected = []
+    for seq, delta in enumerate(_TRICKY):
+        changed = type(event)(*[delta if v == "" else v for v in _fields(event)])
+        sink.emit(changed)
+        name, data = _delta_dicts(event, delta)
+        expected.append(encode_frame(name, {**data, "sequence_number": seq}))
+    assert capture.frames == expected
+
+
+def _fields(event: LoopEvent) -> list[Any]:
+    if isinstance(event, ArgumentsDelta):
+        return [event.output_index, event.item_id, event.delta]
+    assert isinstance(event, TextDelta)
+    return [event.output_index, event.item_id, event.content_index, event.part_type, event.delta]
+
+
+def test_emit_deltas_of_another_part_carry_that_parts_fields() -> None:
+    frames = _run(
+        [
+            TextDelta(0, "msg_1", 0, "output_text", "a"),
+            TextDelta(1, "msg_2", 0, "output_text", "b"),
+            TextDelta(1, "msg_2", 1, "refusal", "c"),
+            TextDelta(0, "msg_1", 0, "output_text", "d"),
+        ]
+    )
+    assert [
+        (d["item_id"], d["output_index"], d["content_index"], d["delta"]) for _, d in frames
+    ] == [
+        ("msg_1", 0, 0, "a"),
+        ("msg_2", 1, 0, "b"),
+        ("msg_2", 1, 1, "c"),
+        ("msg_1", 0, 0, "d"),
+    ]
+    assert [name for name, _ in frames][2] == "response.refusal.delta"
+
+
+def test_emit_obfuscated_deltas_draw_randomness_a_pool_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import responses_gateway.sinks.sse as sse
+
+    draws: list[int] = []
+    real = sse.os.urandom
+
+    def counted(size: int) -> bytes:
+        draws.append(size)
+        return real(size)
+
+    monkeypatch.setattr(sse.os, "urandom", counted)
+    frames = _run(
+        [TextDelta(0, "msg_1", 0, "output_text", "x" * (i % 20)) for i in range(100)],
+        include_obfuscation=True,
+    )
+    paddings = [data["obfuscation"] for _, data in frames]
+    assert len(paddings) == 100 and all(set(p) <= set(string.hexdigits) for p in paddings)
+    assert len(draws) <= 5  # at most 17 random bytes a delta, 512 drawn at a time
+    assert len(set(paddings)) > 90

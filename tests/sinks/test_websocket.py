@@ -104,3 +104,24 @@ def test_error_event_has_status_nested_error_and_stream_id() -> None:
     }
     check_socket_error(event, "s")
     assert "stream_id" not in error_event(error)
+
+
+def test_delta_messages_are_the_bytes_of_their_dicts_with_the_stream_id() -> None:
+    messages: list[bytes] = []
+    sink = WebSocketSink(messages.append, stream_id="s\u00fc1")
+    sink.emit(TextDelta(0, "msg_1", 0, "output_text", 'He"l\nlo'))
+    sink.emit(TextDelta(0, "msg_1", 0, "output_text", "!"))
+    expected = [
+        {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": delta,
+            "logprobs": [],
+            "sequence_number": seq,
+            "stream_id": "s\u00fc1",
+        }
+        for seq, delta in enumerate(['He"l\nlo', "!"])
+    ]
+    assert messages == [encode_message(event) for event in expected]

@@ -302,22 +302,23 @@ class _StreamReader:
 
     async def read(self, events: AsyncIterator[ServerSentEvent]) -> TurnResult:
         async for event in events:
-            if event.data.strip() in ("", "[DONE]"):
+            text = event.data
+            if text[:1] != "{" and text.strip() in ("", "[DONE]"):
                 continue
             try:
-                data = loads_json(event.data)
+                data = loads_json(text)
             except ValueError as exc:
                 raise UpstreamProtocolError(
-                    f"upstream sent an event that is not JSON: {event.data[:200]!r}"
+                    f"upstream sent an event that is not JSON: {text[:200]!r}"
                 ) from exc
             if not isinstance(data, dict):
                 raise UpstreamProtocolError("upstream sent an event that is not a JSON object")
             kind = str(data.get("type") or event.event)
-            if self._relay_event(kind, data):
+            if self._relayed and self._relay_event(kind, data):
                 continue
             handler = self._handlers.get(kind)
             try:
-                result = handler(data, event.data) if handler else None
+                result = handler(data, text) if handler else None
             except (AttributeError, TypeError, KeyError) as exc:  # a field of the wrong shape
                 raise UpstreamProtocolError(f"upstream sent a malformed {kind} event") from exc
             if result is not None:

@@ -1,4 +1,4 @@
-"""Incremental Server-Sent Events decoding for upstream streams.
+"""Incremental Server-Sent Events decoding for upstream streams, on bytes.
 
 Owns the SSE framing rules (``event:``/``data:`` fields, multi-line data, comments, CR/LF/CRLF line
 ends, a final event with no trailing blank line) and nothing else: it yields raw event names and
@@ -6,10 +6,16 @@ data strings; adapters parse the JSON. :class:`SSEDecoder` has the ``decode(chun
 shape of httpx's decoders so it can be tested without any I/O; :func:`aiter_sse` runs it over an
 httpx response.
 
+Framing works on the bytes as they arrive (line ends are ASCII in every encoding an event stream
+may use): an event's data is decoded to text once, when the event is dispatched, with the
+response's charset (UTF-8 unless it names another; undecodable bytes become U+FFFD, as httpx's
+text decoding does). The body is read with ``aiter_raw`` when it has no ``Content-Encoding`` (no
+decoder and no text layer between the socket and the framing), else with ``aiter_bytes``.
+
 Bounds (an upstream is not trusted to end or to frame sensibly): a partial line is held as a list
 of pieces (a line trickled a byte at a time costs linear time), an event or line over
 ``GATEWAY_MAX_UPSTREAM_EVENT_BYTES`` (default 8 MiB) and a stream over
-``GATEWAY_MAX_UPSTREAM_STREAM_BYTES`` (default 64 MiB of text per model call) end the call with
+``GATEWAY_MAX_UPSTREAM_STREAM_BYTES`` (default 64 MiB per model call) end the call with
 :class:`~responses_gateway.errors.UpstreamProtocolError` (a 502, or ``response.failed`` once
 streaming), instead of growing memory without end.
 """
@@ -17,7 +23,7 @@ streaming), instead of growing memory without end.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncGenerator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -38,10 +44,12 @@ DEFAULT_MAX_EVENT_CHARS = 8 * 1024 * 1024
 DEFAULT_MAX_STREAM_CHARS = 64 * 1024 * 1024
 
 
-FLOW_GATE: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar("FLOW_GATE", default=None)
-"""Awaited before each upstream chunk is read, when set: the consumer of the loop's events
-(a streaming response's outbox) blocks here while its client is behind, so a slow reader slows
-the upstream read instead of growing a buffer."""
+FLOW_GATE: ContextVar[Callable[[], Awaitable[None] | None] | None] = ContextVar(
+    "FLOW_GATE", default=None
+)
+"""Called before each upstream chunk is read, when set: None while the consumer of the loop's
+events (a streaming response's outbox) keeps up, else an awaitable that blocks while its
+client is behind, so a slow reader slows the upstream read instead of growing a buffer."""
 
 
 def _cap(name: str, default: int) -> int:
@@ -58,86 +66,121 @@ class ServerSentEvent:
 
 
 class SSEDecoder:
-    """Turns text chunks into :class:`ServerSentEvent` values, holding partial lines."""
+    """Turns byte chunks into :class:`ServerSentEvent` values, holding partial lines.
 
-    def __init__(self, max_event_chars: int = DEFAULT_MAX_EVENT_CHARS) -> None:
-        self._buffer = ""
-        self._pieces: list[str] = []
+    Args:
+        max_event_chars: the largest line or event held, in bytes (the name predates bytes).
+        encoding: how event names and data are decoded to text (undecodable bytes: U+FFFD).
+
+    A ``str`` chunk is taken as its UTF-8 bytes (tests, text sources).
+    """
+
+    def __init__(
+        self, max_event_chars: int = DEFAULT_MAX_EVENT_CHARS, encoding: str = "utf-8"
+    ) -> None:
+        self._buffer = b""
+        self._pieces: list[bytes] = []
         """Chunks of a line still open, not yet joined to ``_buffer``."""
         self._held = 0
-        """Characters of the open line and of the event being built."""
-        self._event = ""
-        self._data: list[str] = []
+        """Bytes of the open line and of the event being built."""
+        self._event = b""
+        self._data: list[bytes] = []
+        self._data_size = 0
+        """Bytes in ``_data``."""
         self._pending_cr = False
         self._max = max_event_chars
+        self._encoding = encoding
 
     def _check(self, size: int) -> None:
         if size > self._max:
             raise UpstreamProtocolError(
-                f"The upstream model sent an event larger than {self._max} characters."
+                f"The upstream model sent an event larger than {self._max} bytes."
             )
 
-    def decode(self, chunk: str) -> list[ServerSentEvent]:
-        """Feed a chunk of text; return the events it completed.
+    def decode(self, chunk: bytes | str) -> list[ServerSentEvent]:
+        """Feed a chunk; return the events it completed.
 
         Raises:
             UpstreamProtocolError: a line or event grew past ``max_event_chars``.
         """
-        if self._pending_cr and chunk.startswith("\n"):
+        if isinstance(chunk, str):
+            chunk = chunk.encode()
+        if self._pending_cr and chunk[:1] == b"\n":
             chunk = chunk[1:]
-        self._pending_cr = chunk.endswith("\r")
-        if "\n" not in chunk and "\r" not in chunk:
+        self._pending_cr = chunk[-1:] == b"\r"
+        if b"\n" not in chunk and b"\r" not in chunk:
             self._pieces.append(chunk)
             self._held += len(chunk)
             self._check(self._held)
             return []
-        text = "".join([self._buffer, *self._pieces, chunk])
-        self._pieces = []
-        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        if self._buffer or self._pieces:
+            chunk = b"".join([self._buffer, *self._pieces, chunk])
+            self._pieces = []
+        if b"\r" in chunk:
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = chunk.split(b"\n")
         self._buffer = lines.pop()
-        self._held = len(self._buffer) + sum(len(d) for d in self._data)
+        self._held = len(self._buffer) + self._data_size
         self._check(self._held)
         events: list[ServerSentEvent] = []
         for line in lines:
-            event = self._line(line)
-            if event is not None:
-                events.append(event)
+            if not line:
+                if self._data or self._event:
+                    events.append(self._dispatch())
+            elif line.startswith(b"data:"):  # the common fields first, without partition
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                self._data.append(value)
+                self._data_size += len(value)
+                if self._data_size > self._max:
+                    self._check(self._data_size)
+            elif line.startswith(b"event:"):
+                self._event = line[7:] if line[6:7] == b" " else line[6:]
+            else:
+                self._field(line)
         return events
 
     def flush(self) -> list[ServerSentEvent]:
         """End of stream: dispatch whatever is pending (a last event may lack its blank line)."""
-        events: list[ServerSentEvent] = []
-        self._buffer += "".join(self._pieces)
+        self._buffer += b"".join(self._pieces)
         self._pieces = []
         if self._buffer:
-            event = self._line(self._buffer)
-            self._buffer = ""
-            if event is not None:
-                events.append(event)
-        event = self._line("")
-        if event is not None:
-            events.append(event)
-        return events
+            self._field(self._buffer)
+            self._buffer = b""
+        return [self._dispatch()] if self._data or self._event else []
 
-    def _line(self, line: str) -> ServerSentEvent | None:
-        if not line:
-            if not self._data and not self._event:
-                return None
-            event = ServerSentEvent(self._event or "message", "\n".join(self._data))
-            self._event = ""
-            self._data = []
-            return event
-        if line.startswith(":"):
-            return None
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
+    def _field(self, line: bytes) -> None:
+        if line[0] == _COLON:  # a comment
+            return
+        name, _, value = line.partition(b":")
+        if value[:1] == b" ":
             value = value[1:]
-        if name == "data":
+        if name == b"data":
             self._data.append(value)
-            self._check(sum(len(d) for d in self._data))
-        elif name == "event":
+            self._data_size += len(value)
+            self._check(self._data_size)
+        elif name == b"event":
             self._event = value
-        return None
+
+    def _dispatch(self) -> ServerSentEvent:
+        data = self._data
+        raw = data[0] if len(data) == 1 else b"\n".join(data)
+        event = self._event.decode(self._encoding, "replace") if self._event else "message"
+        self._event = b""
+        self._data = []
+        self._data_size = 0
+        return ServerSentEvent(event, raw.decode(self._encoding, "replace"))
+
+
+_COLON = ord(":")
+
+
+def _chunks(response: httpx.Response) -> AsyncIterator[bytes]:
+    """The body's bytes as they arrive: raw when it has no content coding (nothing to undo)
+    and is still unread (a body already read in full is served by ``aiter_bytes``)."""
+    coding = response.headers.get("content-encoding")
+    if not response.is_stream_consumed and (coding is None or coding.strip() in ("", "identity")):
+        return response.aiter_raw()
+    return response.aiter_bytes()
 
 
 async def aiter_sse(response: httpx.Response) -> AsyncGenerator[ServerSentEvent, None]:
@@ -147,13 +190,18 @@ async def aiter_sse(response: httpx.Response) -> AsyncGenerator[ServerSentEvent,
     ``[DONE]`` loses nothing); a connection that breaks mid-body raises
     :class:`~responses_gateway.errors.UpstreamTransportError`.
     """
-    decoder = SSEDecoder(_cap("GATEWAY_MAX_UPSTREAM_EVENT_BYTES", DEFAULT_MAX_EVENT_CHARS))
+    decoder = SSEDecoder(
+        _cap("GATEWAY_MAX_UPSTREAM_EVENT_BYTES", DEFAULT_MAX_EVENT_CHARS),
+        response.encoding or "utf-8",
+    )
     budget = _cap("GATEWAY_MAX_UPSTREAM_STREAM_BYTES", DEFAULT_MAX_STREAM_CHARS)
     gate = FLOW_GATE.get()
     try:
-        async for chunk in response.aiter_text():
+        async for chunk in _chunks(response):
             if gate is not None:
-                await gate()
+                waiting = gate()
+                if waiting is not None:
+                    await waiting
             budget -= len(chunk)
             if budget < 0:
                 raise UpstreamProtocolError(

@@ -65,9 +65,27 @@ def clean_surrogates(value: Any) -> Any:
     return value
 
 
+_scan_value: Callable[[str, int], tuple[Any, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
+"""The stdlib's C scanner, as ``json.loads`` runs it, without the wrapping around it."""
+
+
 def loads_json(text: str) -> Any:
-    """Upstream JSON, decoded with lone surrogates replaced (see :func:`clean_surrogates`)."""
-    value = json.loads(text)
+    """Upstream JSON, decoded with lone surrogates replaced (see :func:`clean_surrogates`).
+
+    A document that is one value from its first character to its last (every event an upstream
+    sends) is scanned directly; anything else (surrounding whitespace, an error) goes through
+    ``json.loads``, which raises the same errors it always did.
+    """
+    try:
+        value, end = _scan_value(text, 0)
+    except StopIteration:
+        end = -1
+    if end != len(text):
+        value = json.loads(text)
+    if text.isascii():  # no raw surrogate can be in it: only an escaped one
+        if "\\u" in text and _ESCAPED_SURROGATE.search(text):
+            return clean_surrogates(value)
+        return value
     if _ESCAPED_SURROGATE.search(text) or _SURROGATE.search(text):
         return clean_surrogates(value)
     return value
@@ -95,6 +113,13 @@ async def finish_reading(events: AsyncIterator[Any]) -> None:
                 pass
 
 
+def _parsed(url: str) -> httpx.URL | None:
+    try:
+        return httpx.URL(url)
+    except httpx.InvalidURL:  # left to the call, which fails as it always did
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class UpstreamEndpoint:
     """One upstream endpoint an adapter streams from."""
@@ -104,6 +129,8 @@ class UpstreamEndpoint:
     headers: dict[str, str]
     timeout: httpx.Timeout | None
     """Seconds to wait for upstream bytes (connecting: 10 s); None keeps the client's own."""
+    target: httpx.URL | None = None
+    """``url`` parsed once (every call would parse the string again); None: parse ``url``."""
 
     @classmethod
     def at(
@@ -119,11 +146,13 @@ class UpstreamEndpoint:
         merged = {"Accept": "text/event-stream", **(headers or {})}
         if api_key:
             merged["Authorization"] = f"Bearer {api_key}"
+        url = base_url.rstrip("/") + path
         return cls(
             client=client,
-            url=base_url.rstrip("/") + path,
+            url=url,
             headers=merged,
             timeout=None if timeout is None else httpx.Timeout(timeout, connect=10.0),
+            target=_parsed(url),
         )
 
     @contextlib.asynccontextmanager
@@ -142,7 +171,7 @@ class UpstreamEndpoint:
         timeout = httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout
         try:
             async with self.client.stream(
-                "POST", self.url, json=payload, headers=self.headers, timeout=timeout
+                "POST", self.target or self.url, json=payload, headers=self.headers, timeout=timeout
             ) as response:
                 if not response.is_success:
                     raw = (await response.aread()).decode("utf-8", errors="replace")

@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Generator
 from typing import Any
 
 from starlette.requests import Request
@@ -63,10 +63,35 @@ def _abandon(task: asyncio.Task[Any]) -> None:
     task.add_done_callback(_CLEANUPS.discard)
 
 
+class _Commit:
+    """Whether the stream committed (its first output item opened, or the loop handed over),
+    and a future the request awaits that completes then or when the loop ends first: no task
+    of its own waits for either."""
+
+    def __init__(self) -> None:
+        self._committed = False
+        self._decided: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def set(self) -> None:
+        self._committed = True
+        self.decide()
+
+    def is_set(self) -> bool:
+        return self._committed
+
+    def decide(self, *_: Any) -> None:
+        """Wake the request (the loop committed, or ended: a done callback of its task)."""
+        if not self._decided.done():
+            self._decided.set_result(None)
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return self._decided.__await__()
+
+
 class _CommitSink:
     """Forwards events to the SSE sink and notes when the first output item opened."""
 
-    def __init__(self, inner: Sink, committed: asyncio.Event) -> None:
+    def __init__(self, inner: Sink, committed: _Commit) -> None:
         self._inner = inner
         self._committed = committed
 
@@ -100,6 +125,11 @@ class _Outbox:
         self.pending -= size
         if self.pending <= self._high_water:
             self._room.set()
+
+    def gate(self) -> Awaitable[None] | None:
+        """The loop's :data:`~responses_gateway.adapters.sse.FLOW_GATE`: nothing to wait for
+        while the client keeps up, else :meth:`wait_for_room`."""
+        return None if self._room.is_set() else self.wait_for_room()
 
     async def wait_for_room(self) -> None:
         """Return once the client is not behind; cancel the calling task (the loop) when it
@@ -147,7 +177,7 @@ async def _follow_hand_over(
     sent: list[bytes],
     timing: Timing,
     outbox: _Outbox,
-    committed: asyncio.Event,
+    committed: _Commit,
 ) -> None:
     """Hand the loop over, then stream its log to the client. A client that goes away
     cancels the response (as for any foreground response), once the hand-over is complete."""
@@ -190,7 +220,7 @@ async def run_streamed(
 ) -> Response:
     """Run the loop and answer with SSE once the first output item exists."""
     outbox = _Outbox(limits)
-    committed = asyncio.Event()
+    committed = _Commit()
     pause = timing.pause(run) if gateway is not None else None
     sent: list[bytes] = []
 
@@ -203,7 +233,7 @@ async def run_streamed(
     sink = run.observe(_CommitSink(sse, committed))
 
     async def run_to_end() -> None:
-        FLOW_GATE.set(outbox.wait_for_room)  # this task's context only
+        FLOW_GATE.set(outbox.gate)  # this task's context only
         try:
             await run_loop(run.state, run.ctx, sink, pause=pause)
             if run.state.status != "in_progress" or gateway is None:
@@ -213,11 +243,8 @@ async def run_streamed(
             outbox.put(None)
 
     task = asyncio.create_task(run_to_end())
-    waiter = asyncio.create_task(committed.wait())
-    try:
-        await asyncio.wait({task, waiter}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        waiter.cancel()
+    task.add_done_callback(committed.decide)
+    await committed
     if task.done() and not committed.is_set():
         error = task.exception()
         if error is not None:
@@ -243,21 +270,29 @@ async def run_buffered(
     """Run the loop to its end for a non-streaming client; False if the client went away, True
     when it ended, or the ``in_progress`` Response object when it handed over to the worker.
 
-    A client that disconnects cancels the response, exactly as a streaming one does.
+    A client that disconnects cancels the response, exactly as a streaming one does. The loop
+    runs in the request's own task; one watcher task listens for the disconnect and cancels it.
     """
     pause = timing.pause(run) if gateway is not None else None
-    task = asyncio.create_task(run_loop(run.state, run.ctx, run.observe(NullSink()), pause=pause))
-    watcher = asyncio.create_task(_disconnected(request))
+    running = asyncio.current_task()
+    assert running is not None
+    left = False
+
+    async def cancel_on_disconnect() -> None:
+        nonlocal left
+        await _disconnected(request)
+        left = True
+        running.cancel()
+
+    watcher = asyncio.create_task(cancel_on_disconnect())
     try:
-        await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        await run_loop(run.state, run.ctx, run.observe(NullSink()), pause=pause)
+    except asyncio.CancelledError:
+        if left and running.uncancel() == 0:  # this watcher's cancellation, and no other
+            return False
+        raise
     finally:
         watcher.cancel()
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        return False
-    task.result()
     if gateway is not None and run.state.status == "in_progress":
         return await asyncio.shield(hand_over(gateway, run, []))
     return True

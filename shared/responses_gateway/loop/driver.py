@@ -350,10 +350,13 @@ def decide_after_compact(state: LoopState, action: Compact) -> NextAction:
     return Finish("completed") if action.trigger == "client" else CallLlm()
 
 
-async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
-    """Measure the next call against its limits and ask the decider whether it may go."""
+async def _fit_context(
+    state: LoopState, ctx: LoopContext
+) -> tuple[NextAction | None, ModelCall | None]:
+    """Measure the next call against its limits and ask the decider whether it may go; also
+    the call it measured (None without a meter), which is the call to make if it may."""
     if ctx.meter is None:
-        return None
+        return None, None
     call = build_model_call(state, ctx)
     limits = await ctx.meter.limits(call)
     measured = await ctx.meter.measure(call, ctx.adapter.wire, limits)
@@ -369,7 +372,7 @@ async def _fit_context(state: LoopState, ctx: LoopContext) -> NextAction | None:
         )
     if isinstance(action, Finish) and action.outcome == "failed":
         ctx.failure = ContextLengthExceeded()
-    return action
+    return action, call
 
 
 def _larger_model(before: NextAction | None, state: LoopState, ctx: LoopContext) -> str | None:
@@ -440,7 +443,7 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
     try:
         if state.llm_calls == 0:
             await ctx.tools.prepare(state, writer)
-        before = await _fit_context(state, ctx)
+        before, measured = await _fit_context(state, ctx)
         larger = _larger_model(before, state, ctx)
         if before is not None:
             if larger is None:
@@ -449,8 +452,8 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
         state.turn_start = len(state.output)
         if ctx.router is not None:
             turn = await _call_routed(state, ctx, writer, ctx.router, larger)
-        else:
-            call = build_model_call(state, ctx)
+        else:  # the call measured is this call: nothing it is built from changed since
+            call = measured if measured is not None else build_model_call(state, ctx)
             writer.calls = call.exposed
             turn = await ctx.adapter.call_llm(call, writer)
     except GatewayError as error:

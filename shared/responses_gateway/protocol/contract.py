@@ -34,6 +34,8 @@ __all__ = [
     "Fate",
     "Handling",
     "Row",
+    "check_request",
+    "checked_fields",
     "coverage",
     "include_gated",
     "lower_context_items",
@@ -68,7 +70,13 @@ class Row:
 
     def on(self, wire: str) -> Handling:
         """The handling on ``wire``."""
-        return {"chat": self.chat, "responses": self.responses, "harmony": self.harmony}[wire]
+        if wire == "responses":
+            return self.responses
+        if wire == "chat":
+            return self.chat
+        if wire == "harmony":
+            return self.harmony
+        raise KeyError(wire)
 
 
 def _row(
@@ -607,6 +615,25 @@ def _gated_image(part: Any) -> bool:
     )
 
 
+_REFUSED_TOOLS: dict[str, dict[str, Row]] = {
+    wire: {name: row for name, row in TOOLS.items() if row.on(wire).fate == "refused"}
+    for wire in WIRES
+}
+_OMITTED_FIELDS: dict[str, tuple[str, ...]] = {
+    wire: tuple(name for name, row in CREATE_FIELDS.items() if row.on(wire).fate == "omitted")
+    for wire in WIRES
+}
+"""The rows' request-level policies per wire, worked out once (every create applies them)."""
+
+
+def checked_fields(wire: str) -> frozenset[str]:
+    """The create fields :func:`check_request` reads on ``wire`` (``tools`` and the fields the
+    wire omits, ``input`` never): a caller holding a model need dump only these."""
+    if wire not in WIRES:
+        return frozenset()
+    return frozenset({"tools", *_OMITTED_FIELDS[wire]} - {"input"})
+
+
 def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
     """Apply the request-level policies of the rows for ``wire``.
 
@@ -620,17 +647,14 @@ def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
 
     if wire not in WIRES:  # a test double's wire: no policies
         return []
+    refused = _REFUSED_TOOLS[wire]
     for index, tool in enumerate(request.get("tools") or []):
-        row = TOOLS.get(str(tool.get("type")) if isinstance(tool, Mapping) else "")
-        if row is not None and row.on(wire).fate == "refused":
+        row = refused.get(str(tool.get("type")) if isinstance(tool, Mapping) else "")
+        if row is not None:
             raise InvalidRequestError(
                 f"Tool type '{row.name}' is not supported by this model's upstream: "
                 f"{row.on(wire).how}.",
                 param=f"tools[{index}].type",
                 code="unsupported_value",
             )
-    return [
-        name
-        for name, row in CREATE_FIELDS.items()
-        if request.get(name) not in (None, [], {}) and row.on(wire).fate == "omitted"
-    ]
+    return [name for name in _OMITTED_FIELDS[wire] if request.get(name) not in (None, [], {})]

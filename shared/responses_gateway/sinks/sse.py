@@ -4,10 +4,13 @@ Owns the translation of :mod:`responses_gateway.loop.events` into the wire event
 streaming contract (``response.created`` ... ``response.completed``): event names, field names,
 ``sequence_number`` numbering, ``obfuscation`` padding and SSE framing. Its only state is what the
 translation needs (the next sequence number, each open item's type, whether the terminal event was
-sent). The event dicts are built here once for every transport: SSE frames them, and the
-WebSocket sink (:mod:`responses_gateway.sinks.websocket`) overrides only :meth:`SSESink._frame`.
-It makes no control decisions, never reorders, invents or drops loop events, and does not
-touch the transport beyond calling ``write`` once per frame.
+sent) and two savings of one response: the encoded fields of the part whose deltas it is writing
+(a delta's frame is that head, its encoded text and the fields after it: the bytes the dict
+would encode to) and the random bytes its padding draws from. The event dicts are built here once
+for every transport: SSE frames them, and the WebSocket sink
+(:mod:`responses_gateway.sinks.websocket`) overrides only :meth:`SSESink._frame` and
+:meth:`SSESink._frame_json`. It makes no control decisions, never reorders, invents or drops loop
+events, and does not touch the transport beyond calling ``write`` once per frame.
 
 A cancelled response has no wire event of its own (neither the SDK's ``ResponseStreamEvent`` union
 nor the OpenAPI spec has a ``response.cancelled``), so it ends with ``response.failed`` whose
@@ -17,8 +20,9 @@ nor the OpenAPI spec has a ``response.cancelled``), so it ends with ``response.f
 from __future__ import annotations
 
 import json
-import secrets
+import os
 from collections.abc import Callable
+from json.encoder import encode_basestring
 from typing import Any
 
 from responses_gateway.loop.events import (
@@ -60,6 +64,8 @@ _DONE_EVENTS: dict[str, str] = {
 }
 
 _PAD_BLOCK = 16
+_POOL_BYTES = 512
+"""Random bytes drawn from the system at a time for one sink's padding (about 30 deltas)."""
 
 
 def encode_frame(event_type: str, data: dict[str, Any]) -> bytes:
@@ -67,14 +73,34 @@ def encode_frame(event_type: str, data: dict[str, Any]) -> bytes:
     return f"event: {event_type}\ndata: {_encode_json(data)}\n\n".encode()
 
 
-def _padding(delta: str) -> str:
-    """Random hex characters that round the delta up to a block and add up to a block of noise.
+class _Padding:
+    """Random hex characters that round a delta up to a block and add up to a block of noise.
 
     The padded length depends on the delta's length only through its block, plus random noise,
-    so the frame size no longer tells an observer how many characters the delta carried.
+    so the frame size no longer tells an observer how many characters the delta carried. The
+    noise comes from the operating system's CSPRNG (``os.urandom``), drawn :data:`_POOL_BYTES`
+    at a time rather than per delta; each byte is used once, and the pool belongs to one sink
+    (one response), never shared.
     """
-    size = _PAD_BLOCK - len(delta) % _PAD_BLOCK + secrets.randbelow(_PAD_BLOCK)
-    return secrets.token_hex((size + 1) // 2)[:size]
+
+    __slots__ = ("_at", "_pool")
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+
+    def _take(self, count: int) -> bytes:
+        if self._at + count > len(self._pool):
+            self._pool = os.urandom(_POOL_BYTES)
+            self._at = 0
+        taken = self._pool[self._at : self._at + count]
+        self._at += count
+        return taken
+
+    def __call__(self, delta: str) -> str:
+        noise = self._take(1)[0] % _PAD_BLOCK  # uniform: 256 is a multiple of the block
+        size = _PAD_BLOCK - len(delta) % _PAD_BLOCK + noise
+        return self._take((size + 1) // 2).hex()[:size]
 
 
 class SSESink:
@@ -90,7 +116,16 @@ class SSESink:
             as already sent and translates :class:`ResponseStarted` into its status event only.
     """
 
-    __slots__ = ("_closed", "_created", "_item_types", "_obfuscate", "_seq", "_write")
+    __slots__ = (
+        "_closed",
+        "_created",
+        "_delta_head",
+        "_delta_key",
+        "_item_types",
+        "_padding",
+        "_seq",
+        "_write",
+    )
 
     def __init__(
         self,
@@ -100,11 +135,15 @@ class SSESink:
         first_sequence_number: int = 0,
     ) -> None:
         self._write = write
-        self._obfuscate = include_obfuscation
+        self._padding = _Padding() if include_obfuscation else None
         self._seq = first_sequence_number
         self._created = first_sequence_number > 0
         self._closed = False
         self._item_types: dict[int, str] = {}
+        self._delta_key: tuple[str, str, int, str, int] | None = None
+        self._delta_head = ""
+        """The encoded fields before ``delta`` of the last delta event's part (its deltas
+        follow one another, so one entry is the whole cache)."""
 
     @property
     def sequence_number(self) -> int:
@@ -140,8 +179,8 @@ class SSESink:
             self._arguments_finished(event)
         elif isinstance(event, ItemEvent):
             data = {"type": event.name, **event.data}
-            if self._obfuscate and event.name.endswith(".delta"):
-                data["obfuscation"] = _padding(str(data.get("delta") or ""))
+            if self._padding is not None and event.name.endswith(".delta"):
+                data["obfuscation"] = self._padding(str(data.get("delta") or ""))
             self._send(event.name, data)
         elif isinstance(event, ResponseStarted):
             self._response_started(event)
@@ -162,8 +201,35 @@ class SSESink:
 
     def _frame(self, event_type: str, data: dict[str, Any]) -> bytes:
         """The bytes of one event on this transport: an SSE frame. Other transports of the same
-        events (the WebSocket sink) override this and nothing else."""
+        events (the WebSocket sink) override this and :meth:`_frame_json`, nothing else."""
         return encode_frame(event_type, data)
+
+    def _frame_json(self, event_type: str, json_text: str) -> bytes:
+        """The bytes of one event already encoded as a compact JSON object (what
+        :meth:`_frame` makes of the same event as a dict)."""
+        return f"event: {event_type}\ndata: {json_text}\n\n".encode()
+
+    def _send_delta(self, key: tuple[str, str, int, str, int], tail: str) -> None:
+        """Send a delta event: ``key`` is (type, item_id, output_index, the name of the part's
+        index field or "", that index), ``tail`` the encoded ``delta`` and the keys after it
+        (each with its leading comma). The bytes are those :meth:`_send` makes of the whole
+        dict; the fields before ``delta`` are encoded once per part rather than per delta."""
+        if self._closed:
+            return
+        if key != self._delta_key:
+            event_type, item_id, output_index, index_name, index = key
+            fields = {"type": event_type, "item_id": item_id, "output_index": output_index}
+            if index_name:
+                fields[index_name] = index
+            self._delta_key = key
+            self._delta_head = _encode_json(fields)[:-1]
+        json_text = f'{self._delta_head},"delta":{tail},"sequence_number":{self._seq}}}'
+        try:
+            self._write(self._frame_json(key[0], json_text))
+        except OSError:
+            self._closed = True
+            return
+        self._seq += 1
 
     def _response_started(self, event: ResponseStarted) -> None:
         response = event.response
@@ -217,30 +283,20 @@ class SSESink:
 
     def _text_delta(self, event: TextDelta) -> None:
         part_type = event.part_type
-        data: dict[str, Any]
         if part_type == "summary_text":
             event_type = "response.reasoning_summary_text.delta"
-            data = {
-                "type": event_type,
-                "item_id": event.item_id,
-                "output_index": event.output_index,
-                "summary_index": event.content_index,
-                "delta": event.delta,
-            }
+            index_name = "summary_index"
         else:
             event_type = _DELTA_EVENTS[part_type]
-            data = {
-                "type": event_type,
-                "item_id": event.item_id,
-                "output_index": event.output_index,
-                "content_index": event.content_index,
-                "delta": event.delta,
-            }
-            if part_type == "output_text":
-                data["logprobs"] = []
-        if self._obfuscate:
-            data["obfuscation"] = _padding(event.delta)
-        self._send(event_type, data)
+            index_name = "content_index"
+        delta = event.delta
+        tail = encode_basestring(delta)
+        if part_type == "output_text":
+            tail += ',"logprobs":[]'
+        if self._padding is not None:
+            tail += ',"obfuscation":' + encode_basestring(self._padding(delta))
+        key = (event_type, event.item_id, event.output_index, index_name, event.content_index)
+        self._send_delta(key, tail)
 
     def _part_finished(self, event: PartFinished) -> None:
         part = event.part
@@ -300,15 +356,10 @@ class SSESink:
             event_type = "response.mcp_call_arguments.delta"
         else:
             event_type = "response.function_call_arguments.delta"
-        data: dict[str, Any] = {
-            "type": event_type,
-            "item_id": event.item_id,
-            "output_index": event.output_index,
-            "delta": event.delta,
-        }
-        if self._obfuscate:
-            data["obfuscation"] = _padding(event.delta)
-        self._send(event_type, data)
+        tail = encode_basestring(event.delta)
+        if self._padding is not None:
+            tail += ',"obfuscation":' + encode_basestring(self._padding(event.delta))
+        self._send_delta((event_type, event.item_id, event.output_index, "", 0), tail)
 
     def _arguments_finished(self, event: ArgumentsFinished) -> None:
         item = event.item

@@ -2,10 +2,10 @@
 
 Owns only the framing of WebSocket mode: the same event dicts as the SSE sink (built by
 :class:`~responses_gateway.sinks.sse.SSESink`, which this sink extends by overriding its
-``_frame``), encoded as compact JSON, with the ``stream_id`` of the ``response.create`` that
-started them; and the shape of the socket's ``error`` event. It never sends anything itself:
-``write`` receives each message's UTF-8 bytes, and the transport (a local socket, or API
-Gateway's ``PostToConnection``) delivers them.
+``_frame`` and ``_frame_json``), encoded as compact JSON, with the ``stream_id`` of the
+``response.create`` that started them; and the shape of the socket's ``error`` event. It never
+sends anything itself: ``write`` receives each message's UTF-8 bytes, and the transport (a local
+socket, or API Gateway's ``PostToConnection``) delivers them.
 """
 
 from __future__ import annotations
@@ -66,3 +66,8 @@ class WebSocketSink(SSESink):
         if self._stream_id is not None:
             data["stream_id"] = self._stream_id
         return encode_message(data)
+
+    def _frame_json(self, event_type: str, json_text: str) -> bytes:
+        if self._stream_id is not None:  # the same key, last, as _frame adds it
+            json_text = f'{json_text[:-1]},"stream_id":{_encode_json(self._stream_id)}}}'
+        return json_text.encode()
