@@ -66,3 +66,27 @@ def test_requests_go_out_through_the_prefetched_transport() -> None:
     finally:
         server.stop()
     assert seen == [200]
+
+
+async def _cookie_jar(request: Request) -> PlainTextResponse:
+    """Sets a cookie on every answer and echoes the ``Cookie`` header it was sent."""
+    answer = PlainTextResponse(request.headers.get("cookie", "-"))
+    answer.set_cookie("session", "tenant-a-secret")
+    return answer
+
+
+def test_a_cookie_an_upstream_sets_is_never_sent_back() -> None:
+    # one client serves every tenant: a cookie kept from one call would go out on the next
+    server = run_in_thread(Starlette(routes=[Route("/jar", _cookie_jar, methods=["POST"])]))
+
+    async def calls() -> tuple[list[str], bool]:
+        async with upstream_http_client() as client:
+            sent = [(await client.post(f"{server.url}/jar")).text for _ in range(2)]
+            return sent, bool(client.cookies)
+
+    try:
+        sent, kept = asyncio.run(calls())
+    finally:
+        server.stop()
+    assert sent == ["-", "-"]
+    assert kept is False

@@ -8,7 +8,9 @@ makes one with telemetry hooks), and :class:`PrefetchedTransport`. httpx builds 
 here a thread started with the client builds it (OpenSSL reads the bundle with the GIL released,
 so it overlaps the rest of the start) and the first request waits only if it is not done yet.
 The context, the pool and every setting are httpx's defaults for ``trust_env=False``: requests
-go out exactly as from a client built the usual way.
+go out exactly as from a client built the usual way, but for cookies: the client keeps none
+(:class:`NoCookies`). One client serves every tenant of the process, so a cookie an upstream set
+on one tenant's call would otherwise go out on every later call, whoever makes it.
 
 Must not decide anything about a request; it makes the client, nothing else.
 """
@@ -25,11 +27,32 @@ from typing import Any
 import httpcore  # noqa: F401
 import httpx
 
-__all__ = ["UPSTREAM_LIMITS", "UPSTREAM_TIMEOUT", "PrefetchedTransport", "upstream_http_client"]
+__all__ = [
+    "UPSTREAM_LIMITS",
+    "UPSTREAM_TIMEOUT",
+    "NoCookies",
+    "PrefetchedTransport",
+    "upstream_http_client",
+]
 
 UPSTREAM_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Model calls may stream for minutes; a connection must open within 10 s."""
 UPSTREAM_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+
+
+class NoCookies(httpx.Cookies):
+    """A cookie jar that keeps nothing: ``Set-Cookie`` answers are not read (which also saves
+    httpx building urllib request and response objects for every answer) and no ``Cookie``
+    header is ever added."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+    def set(self, name: str, value: str, domain: str = "", path: str = "/") -> None:
+        return None
+
+    def __bool__(self) -> bool:
+        return False
 
 
 class PrefetchedTransport(httpx.AsyncBaseTransport):
@@ -69,12 +92,15 @@ def upstream_http_client(
     event_hooks: dict[str, list[Any]] | None = None,
 ) -> httpx.AsyncClient:
     """The upstream client: 600 s timeout (10 s to connect), 200 connections (50 kept alive),
-    no proxies or ``.netrc`` from the environment, over ``transport`` (default: a
-    :class:`PrefetchedTransport`)."""
-    return httpx.AsyncClient(
+    no proxies or ``.netrc`` from the environment, no cookies kept (:class:`NoCookies`), over
+    ``transport`` (default: a :class:`PrefetchedTransport`)."""
+    client = httpx.AsyncClient(
         timeout=UPSTREAM_TIMEOUT,
         limits=UPSTREAM_LIMITS,
         trust_env=False,
         transport=transport if transport is not None else PrefetchedTransport(),
         event_hooks=event_hooks,
     )
+    # httpx's cookies setter copies into a plain jar: the attribute it reads is set directly
+    client._cookies = NoCookies()
+    return client
