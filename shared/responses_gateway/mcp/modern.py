@@ -106,7 +106,8 @@ def header_map(input_schema: Any) -> HeaderMap | None:
         token = schema[_X_MCP_HEADER]
         if not path or not isinstance(token, str) or not _TOKEN.fullmatch(token):
             return None
-        if schema.get("type") not in _HEADER_TYPES or token.lower() in seen:
+        kind = schema.get("type")
+        if not isinstance(kind, str) or kind not in _HEADER_TYPES or token.lower() in seen:
             return None
         seen.add(token.lower())
         found[path] = token

@@ -31,6 +31,7 @@ import httpx
 from responses_gateway.mcp.rpc import (
     CONNECTION_CLOSED,
     INVALID_REQUEST,
+    TOO_LARGE,
     McpConnectError,
     McpConnectionError,
     McpHttpStatusError,
@@ -57,7 +58,6 @@ _MAX_RESUMES = 2
 _DEFAULT_RETRY_MS = 1000
 _CLOSE_TIMEOUT = 2.0
 """Seconds the ``DELETE`` that ends a session may take."""
-_TOO_LARGE = "The MCP server's answer exceeded the gateway's size limit."
 _STREAM_HEADERS = {"accept": "text/event-stream", "cache-control": "no-store"}
 _JSON = {"content-type": "application/json"}
 
@@ -382,7 +382,7 @@ def _http_errors() -> Iterator[None]:
     try:
         yield
     except ResponseTooLargeError:
-        raise McpTransportError(_TOO_LARGE) from None
+        raise McpTransportError(TOO_LARGE) from None
     except (httpx.ConnectError, httpx.ConnectTimeout):
         raise McpConnectError("could not connect") from None
     except httpx.TimeoutException:
@@ -424,7 +424,7 @@ async def _read(response: httpx.Response, limit: int) -> bytes:
     async for chunk in response.aiter_bytes():
         body += chunk
         if len(body) > limit:
-            raise McpTransportError(_TOO_LARGE)
+            raise McpTransportError(TOO_LARGE)
     return bytes(body)
 
 

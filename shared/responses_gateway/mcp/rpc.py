@@ -47,6 +47,7 @@ __all__ = [
     "LATEST_PROTOCOL_VERSION",
     "METHOD_NOT_FOUND",
     "REQUEST_TIMEOUT",
+    "TOO_LARGE",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "McpConnectError",
     "McpConnection",
@@ -85,6 +86,9 @@ INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 HEADER_MISMATCH = -32020
 UNSUPPORTED_PROTOCOL_VERSION = -32022
+
+TOO_LARGE = "The MCP server's answer exceeded the gateway's size limit."
+"""The error message of an answer (a body, an event, a stdio line) over the size bound."""
 
 _CLIENT_INFO = {"name": "responses-gateway", "version": "1"}
 _UNSUPPORTED = {

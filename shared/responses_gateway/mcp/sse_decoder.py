@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from responses_gateway.mcp.rpc import McpTransportError
+from responses_gateway.mcp.rpc import TOO_LARGE, McpTransportError
 
 __all__ = ["SseDecoder", "SseEvent"]
 
@@ -70,7 +70,7 @@ class SseDecoder:
                 start += 1
         self._pending += chunk[start:]
         if len(self._pending) > self._max:
-            raise McpTransportError(_too_large(self._max))
+            raise McpTransportError(TOO_LARGE)
         return events
 
     def end(self) -> list[SseEvent]:
@@ -100,7 +100,7 @@ class SseDecoder:
             self._data.append(value)
             self._data_size += len(raw)
             if self._data_size > self._max:
-                raise McpTransportError(_too_large(self._max))
+                raise McpTransportError(TOO_LARGE)
         elif name == "event":
             self._event = value
         elif name == "id":
@@ -108,7 +108,3 @@ class SseDecoder:
                 self.last_event_id = value
         elif name == "retry" and value.isascii() and value.isdigit():
             self.retry_ms = int(value)
-
-
-def _too_large(limit: int) -> str:
-    return f"The MCP server sent an event larger than {limit} bytes."

@@ -28,6 +28,7 @@ from typing import IO, Any
 
 from responses_gateway.mcp.rpc import (
     CONNECTION_CLOSED,
+    TOO_LARGE,
     McpConnectError,
     McpRpcError,
     McpTransportError,
@@ -139,9 +140,7 @@ class StdioTransport:
                 try:
                     line = await stdout.readline()
                 except ValueError:  # over the limit: the rest of that line was dropped
-                    failure = failure or McpTransportError(
-                        "The MCP server's answer exceeded the gateway's size limit."
-                    )
+                    failure = failure or McpTransportError(TOO_LARGE)
                     self._waiting.fail(failure)
                     continue
                 if not line:
