@@ -74,7 +74,9 @@ def _call(params: dict[str, Any]) -> dict[str, Any] | None:
     if name == "ask":
         _send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}})
         _send({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
-        _send({"jsonrpc": "2.0", "id": "srv-2", "method": "elicitation/create", "params": {}})
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        elicit = {"message": "Your name?", "requestedSchema": schema}
+        _send({"jsonrpc": "2.0", "id": "srv-2", "method": "elicitation/create", "params": elicit})
         answers: dict[str, Any] = {}
         while len(answers) < 2:
             message = json.loads(sys.stdin.readline())
