@@ -513,7 +513,7 @@ class McpClient:
         try:
             return await _bounded(server, remaining, work())
         finally:
-            await self.close(connection)
+            await self._close(connection)
 
     def session_budget(self, remaining: float) -> float:
         """The HTTP timeouts of a reused session: long enough for any operation of the run
@@ -557,7 +557,7 @@ class McpClient:
             probe=kind != "sse",  # the SSE transport predates the stateless version
         )
 
-    async def close(self, connection: McpConnection) -> None:
+    async def _close(self, connection: McpConnection) -> None:
         """Close ``connection`` in a task of its own, which a cancelled caller does not stop."""
         task = asyncio.get_running_loop().create_task(connection.aclose())
         self._closing.add(task)
@@ -706,7 +706,7 @@ class _Session:
             async with asyncio.timeout(remaining):
                 await connection.open()
         except BaseException:
-            await client.close(connection)
+            await client._close(connection)
             raise
         return connection
 
@@ -726,7 +726,7 @@ class _Session:
             await asyncio.wait({opening})
         if opening.cancelled() or opening.exception() is not None:
             return
-        await self._client.close(opening.result())
+        await self._client._close(opening.result())
 
 
 # --------------------------------------------------------------------------- helpers
