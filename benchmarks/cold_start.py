@@ -83,8 +83,8 @@ class Context:
     function_name = "BufferedFunction"
 answer = module.handler(event, Context())
 done = time.perf_counter()
-from responses_gateway.mcp.client import _load_sdk
-_load_sdk()  # what the first request with MCP tools adds (streaming function), as it imports it
+import responses_gateway.gateway_tools  # what the first request with MCP tools imports: the
+import responses_gateway.mcp.client  # gateway's own MCP client (the SDK is not shipped)
 mcp = time.perf_counter()
 print(json.dumps({"ready_ms": (ready - started) * 1000, "first_ms": (done - ready) * 1000,
                   "status": answer["statusCode"], "mcp_ms": (mcp - done) * 1000}))

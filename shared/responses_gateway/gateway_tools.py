@@ -7,8 +7,8 @@ their tools the model may see (``allowed_tools``), under which names
 (:func:`~responses_gateway.loop.tools.exposed_name`), which calls need approval
 (``require_approval``, approval required when omitted), listing the servers the context has no
 ``mcp_list_tools`` item for, and running calls through :class:`~responses_gateway.mcp.client.
-McpClient`. It decides nothing about the loop. Imported only for requests with MCP tools: the
-``mcp`` SDK is heavy and stays off the cold-start path.
+McpClient`. It decides nothing about the loop. Imported only for requests with MCP tools (the MCP
+client stays off the cold-start path).
 """
 
 from __future__ import annotations

@@ -51,6 +51,14 @@ def test_layer_pins_are_exact_and_admitted_by_pyproject() -> None:
     assert not {"moto", "openai", "aws-xray-sdk"} & set(pins)
 
 
+def test_the_layer_ships_no_mcp_sdk() -> None:
+    # The gateway speaks MCP with its own client; the SDK and what only it needs stay out.
+    sdk = {"mcp", "mcp-types", "httpx2", "httpcore2", "sse-starlette", "jsonschema", "pyjwt"}
+    assert not sdk & set(_layer_pins())
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not {Requirement(raw).name for raw in project["dependencies"]} & sdk
+
+
 @pytest.mark.parametrize(("directory", "filename"), sorted(ENTRY_POINTS.items()))
 def test_entry_points_are_thin(directory: str, filename: str) -> None:
     path = FUNCTIONS / directory / filename

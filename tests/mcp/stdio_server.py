@@ -7,16 +7,23 @@ Starting it costs a bare interpreter, not the SDK's imports, so the tests stay q
 
 Tools: ``echo`` (``{"text"}`` back as text), ``env`` (the process environment as JSON), ``fail``
 (a tool error), ``big`` (``{"size"}`` characters) and ``hang`` (never answered; the process exits
-when its stdin closes, as a well-behaved stdio server does).
+when its stdin closes, as a well-behaved stdio server does); callable but not listed: ``die``
+(the process exits without answering), ``ask`` (before answering, sends a progress notification,
+a ``ping`` and an ``elicitation/create`` request to the client, and answers with the client's two
+answers) and ``cancelled`` (answers with the ``notifications/cancelled`` messages received so
+far).
 
 Modes: ``exit`` (exit with status 3 before reading anything), ``garbage`` (answer every request
-with a line that is not JSON), ``many`` (list 50 tools).
+with a line that is not JSON), ``many`` (list 50 tools), ``noisy`` (write a banner line that is not
+JSON before anything else), ``stubborn`` (ignore a closed stdin and ``SIGTERM``: only ``SIGKILL``
+stops it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from typing import Any
 
@@ -37,6 +44,8 @@ _TOOLS = [
     },
     {"name": "hang", "inputSchema": {"type": "object", "properties": {}}},
 ]
+
+_cancelled: list[dict[str, Any]] = []
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -60,17 +69,40 @@ def _call(params: dict[str, Any]) -> dict[str, Any] | None:
         return _text("x" * int(arguments.get("size", 0)))
     if name == "hang":
         return None
+    if name == "die":
+        sys.exit(4)
+    if name == "ask":
+        _send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}})
+        _send({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"})
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+        elicit = {"message": "Your name?", "requestedSchema": schema}
+        _send({"jsonrpc": "2.0", "id": "srv-2", "method": "elicitation/create", "params": elicit})
+        answers: dict[str, Any] = {}
+        while len(answers) < 2:
+            message = json.loads(sys.stdin.readline())
+            if message.get("id") in ("srv-1", "srv-2"):
+                answers[message["id"]] = message
+        return _text(json.dumps([answers["srv-1"], answers["srv-2"]]))
+    if name == "cancelled":
+        return _text(json.dumps(_cancelled))
     return _text(f"Unknown tool: {name}", error=True)
 
 
 def main(mode: str) -> None:
     if mode == "exit":
         sys.exit(3)
+    if mode == "noisy":
+        sys.stdout.write("Starting the stdio test server...\n")
+        sys.stdout.flush()
+    if mode == "stubborn":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
     tools = _TOOLS
     if mode == "many":
         tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(50)]
     for line in sys.stdin:
         message = json.loads(line)
+        if message.get("method") == "notifications/cancelled":
+            _cancelled.append(message["params"])
         if "id" not in message:
             continue  # a notification
         if mode == "garbage":
@@ -98,6 +130,9 @@ def main(mode: str) -> None:
             _send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32601, "message": method}})
             continue
         _send({"jsonrpc": "2.0", "id": ident, "result": result})
+    if mode == "stubborn":
+        while True:
+            signal.pause()
 
 
 if __name__ == "__main__":

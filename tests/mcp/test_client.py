@@ -368,7 +368,7 @@ async def test_operations_secrets_never_logged_or_raised(
     texts.append(repr(server("http://127.0.0.1:9/mcp")))
     records = list(caplog.records)
     logged = "\n".join(r.getMessage() for r in records)
-    assert any(r.name == "httpx2" for r in records)  # request lines (with URLs) were logged
+    assert any(r.name == "httpx" for r in records)  # request lines (with URLs) were logged
     for secret in (token, header_secret, query_secret):
         assert secret not in logged
         assert all(secret not in text for text in texts)

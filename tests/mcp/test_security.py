@@ -11,7 +11,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-import httpx2
+import httpx
 import pytest
 
 from responses_gateway.mcp import McpClient, McpListError, McpPolicy, McpServer, redact_url
@@ -113,7 +113,7 @@ async def test_check_server_url_blocked_address_refused_without_dialling(
 async def test_list_tools_blocked_address_fails_without_dialling(
     host: str, dialled: list[Any]
 ) -> None:
-    requests: list[httpx2.Request] = []
+    requests: list[httpx.Request] = []
     client = McpClient(HTTP_OK, resolve=fake_dns({}), inner_transport=lambda: _spy(requests))
     with pytest.raises(McpListError) as info:
         await client.list_tools(McpServer("x", f"http://{host}/mcp"))
@@ -320,11 +320,11 @@ def test_policy_from_env_invalid_flag_raises() -> None:
 
 
 async def test_pinned_transport_https_dials_checked_address_with_host_and_sni() -> None:
-    requests: list[httpx2.Request] = []
+    requests: list[httpx.Request] = []
     target = ResolvedTarget(
         "https://mcp.example.com/mcp", "https", "mcp.example.com", 443, ("93.184.216.34",)
     )
-    async with httpx2.AsyncClient(transport=pinned_transport(target, inner=_spy(requests))) as c:
+    async with httpx.AsyncClient(transport=pinned_transport(target, inner=_spy(requests))) as c:
         response = await c.post("https://mcp.example.com/mcp?q=1", json={})
     assert response.status_code == 200
     (sent,) = requests
@@ -336,11 +336,11 @@ async def test_pinned_transport_https_dials_checked_address_with_host_and_sni() 
 
 
 async def test_pinned_transport_ipv6_address_with_port_dialled() -> None:
-    requests: list[httpx2.Request] = []
+    requests: list[httpx.Request] = []
     target = ResolvedTarget(
         "http://mcp.example.com:8080/", "http", "mcp.example.com", 8080, ("2606:2800:220:1::1",)
     )
-    async with httpx2.AsyncClient(transport=pinned_transport(target, inner=_spy(requests))) as c:
+    async with httpx.AsyncClient(transport=pinned_transport(target, inner=_spy(requests))) as c:
         await c.get("http://mcp.example.com:8080/")
     assert requests[0].url.host == "2606:2800:220:1::1"
     assert requests[0].url.port == 8080
@@ -358,12 +358,12 @@ async def test_pinned_transport_ipv6_address_with_port_dialled() -> None:
     ],
 )
 async def test_pinned_transport_other_origin_refused_without_dialling(url: str) -> None:
-    requests: list[httpx2.Request] = []
+    requests: list[httpx.Request] = []
     target = ResolvedTarget(
         "https://mcp.example.com/mcp", "https", "mcp.example.com", 443, ("93.184.216.34",)
     )
-    async with httpx2.AsyncClient(transport=pinned_transport(target, inner=_spy(requests))) as c:
-        with pytest.raises(httpx2.ConnectError):
+    async with httpx.AsyncClient(transport=pinned_transport(target, inner=_spy(requests))) as c:
+        with pytest.raises(httpx.ConnectError):
             await c.get(url)
     assert requests == []
 
@@ -371,11 +371,11 @@ async def test_pinned_transport_other_origin_refused_without_dialling(url: str) 
 async def test_pinned_transport_refused_address_falls_back_to_next_checked_one() -> None:
     attempts: list[str] = []
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: httpx.Request) -> httpx.Response:
         attempts.append(request.url.host)
         if request.url.host == "2606:2800:220:1::1":
-            raise httpx2.ConnectError("refused", request=request)
-        return httpx2.Response(200, stream=_Chunks(b"{}"))
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(200, stream=_Chunks(b"{}"))
 
     target = ResolvedTarget(
         "https://mcp.example.com/",
@@ -384,8 +384,8 @@ async def test_pinned_transport_refused_address_falls_back_to_next_checked_one()
         443,
         ("2606:2800:220:1::1", "93.184.216.34"),
     )
-    transport = pinned_transport(target, inner=httpx2.MockTransport(handler))
-    async with httpx2.AsyncClient(transport=transport) as c:
+    transport = pinned_transport(target, inner=httpx.MockTransport(handler))
+    async with httpx.AsyncClient(transport=transport) as c:
         await c.get("https://mcp.example.com/a")
         await c.get("https://mcp.example.com/b")
     assert attempts == ["2606:2800:220:1::1", "93.184.216.34", "93.184.216.34"]
@@ -394,8 +394,8 @@ async def test_pinned_transport_refused_address_falls_back_to_next_checked_one()
 async def test_pinned_transport_response_over_limit_fails() -> None:
     target = ResolvedTarget("http://a.example/", "http", "a.example", 80, ("93.184.216.34",))
     transport = pinned_transport(target, max_response_bytes=10, inner=_spy([], body=b"x" * 100))
-    async with httpx2.AsyncClient(transport=transport) as c:
-        with pytest.raises(httpx2.ReadError, match="exceeded 10 bytes"):
+    async with httpx.AsyncClient(transport=transport) as c:
+        with pytest.raises(httpx.ReadError, match="exceeded 10 bytes"):
             await c.get("http://a.example/")
 
 
@@ -438,19 +438,19 @@ def test_redact_url_drops_userinfo_query_and_fragment(url: str, expected: str) -
 def test_install_log_redaction_sdk_logger_url_redacted(caplog: pytest.LogCaptureFixture) -> None:
     install_log_redaction()
     install_log_redaction()  # idempotent
-    caplog.set_level(logging.DEBUG, logger="httpx2")
-    logging.getLogger("httpx2").info(
+    caplog.set_level(logging.DEBUG, logger="httpx")
+    logging.getLogger("httpx").info(
         "HTTP Request: %s %s", "POST", "https://me:pw@mcp.example.com/mcp?api_key=sk-123"
     )
     assert "HTTP Request: POST https://mcp.example.com/mcp" in caplog.text
     assert "sk-123" not in caplog.text and "pw" not in caplog.text
-    assert len(logging.getLogger("httpx2").filters) == 1
+    assert len(logging.getLogger("httpx").filters) == 1
 
 
 # --------------------------------------------------------------------------- helpers
 
 
-class _Chunks(httpx2.AsyncByteStream):
+class _Chunks(httpx.AsyncByteStream):
     """A response body delivered in chunks, as a real connection would."""
 
     def __init__(self, body: bytes) -> None:
@@ -461,11 +461,11 @@ class _Chunks(httpx2.AsyncByteStream):
             yield self._body[start : start + 4]
 
 
-def _spy(requests: list[httpx2.Request], body: bytes = b"{}") -> httpx2.AsyncBaseTransport:
+def _spy(requests: list[httpx.Request], body: bytes = b"{}") -> httpx.AsyncBaseTransport:
     """An inner transport that records requests and answers 200 without any network."""
 
-    def handler(request: httpx2.Request) -> httpx2.Response:
+    def handler(request: httpx.Request) -> httpx.Response:
         requests.append(request)
-        return httpx2.Response(200, stream=_Chunks(body))
+        return httpx.Response(200, stream=_Chunks(body))
 
-    return httpx2.MockTransport(handler)
+    return httpx.MockTransport(handler)

@@ -17,7 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from responses_gateway.mcp import McpClient, McpPolicy, McpServer, McpSessions
+from responses_gateway.mcp import (
+    McpClient,
+    McpPolicy,
+    McpServer,
+    McpSessions,
+    stdio as stdio_transport,
+)
 from responses_gateway.testing.mcp_servers import HangControl, SessionCounter, create_mcp_app
 from responses_gateway.testing.server import run_in_thread
 
@@ -143,12 +149,12 @@ async def test_a_closed_set_opens_a_new_session_when_used_again(
     assert counter.wait_closed(2) == (2, 2)
 
 
-def _launcher(log: Path) -> McpServer:
+def _launcher(log: Path, mode: str = "") -> McpServer:
     """The stdio test server, started through ``-c`` code that first appends its pid to ``log``."""
     code = (
         "import os, runpy, sys;"
         f"open({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n');"
-        f"sys.argv = [{SERVER_SCRIPT!r}];"
+        f"sys.argv = [{SERVER_SCRIPT!r}, {mode!r}];"
         f"runpy.run_path({SERVER_SCRIPT!r}, run_name='__main__')"
     )
     return McpServer(
@@ -201,3 +207,40 @@ async def test_a_cancelled_run_still_ends_its_session(client: McpClient) -> None
         await sessions.aclose()
         assert counter.wait_closed(1) == (1, 1)
         hang.release()
+
+
+async def test_a_stdio_server_that_dies_fails_its_call_and_the_next_call_spawns_it_anew(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log)
+    sessions = McpSessions()
+
+    before = await client.call_tool(server, "echo", {"text": "a"}, sessions=sessions)
+    died = await client.call_tool(server, "die", {}, sessions=sessions)
+    after = await client.call_tool(server, "echo", {"text": "b"}, sessions=sessions)
+    pids = [int(line) for line in log.read_text().split()]
+    await sessions.aclose()
+
+    assert (before.output, after.output) == ("a", "b")
+    assert died.error == {
+        "type": "mcp_protocol_error",
+        "code": -32000,
+        "message": "Connection closed",
+    }
+    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+
+
+async def test_a_stdio_server_deaf_to_stdin_and_sigterm_is_killed(
+    client: McpClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stdio_transport, "EXIT_GRACE", 0.2)
+    log = tmp_path / "spawns"
+    server = _launcher(log, "stubborn")
+    sessions = McpSessions()
+
+    assert (await client.call_tool(server, "echo", {"text": "a"}, sessions=sessions)).ok
+    [pid] = [int(line) for line in log.read_text().split()]
+    await sessions.aclose()
+
+    assert not _alive(pid)

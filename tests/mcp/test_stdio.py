@@ -8,7 +8,9 @@ answers, tool error, too many tools), output bounds, and the constructor rules o
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -23,6 +25,7 @@ from responses_gateway.mcp import (
     McpListError,
     McpPolicy,
     McpServer,
+    McpSessions,
     ToolResult,
     child_environment,
 )
@@ -194,3 +197,66 @@ async def test_operator_servers_keep_the_response_size_bound(mcp_servers: McpSer
     server = McpServer("calc", mcp_servers.get("calc").url, trusted=True)
     result = await client.call_tool(server, "repeat", {"text": "a", "times": 10_000})
     assert result.error is not None and result.error["type"] == "http_error"
+
+
+async def test_server_requests_over_stdio_are_answered_as_the_sdk_answers_them() -> None:
+    result = await McpClient(STRICT).call_tool(stdio(), "ask", {})
+    assert json.loads(result.output or "") == [
+        {"jsonrpc": "2.0", "id": "srv-1", "result": {}},
+        {
+            "jsonrpc": "2.0",
+            "id": "srv-2",
+            "error": {"code": -32600, "message": "Elicitation not supported"},
+        },
+    ]
+
+
+async def test_a_banner_line_that_is_not_json_is_skipped() -> None:
+    tools = await McpClient(STRICT).list_tools(stdio("noisy"))
+    assert tools[0].name == "echo"
+
+
+async def test_a_line_over_the_size_limit_fails_the_call() -> None:
+    client = McpClient(STRICT, limits=McpLimits(max_response_bytes=1000))
+    assert (await client.call_tool(stdio(), "big", {"size": 500})).ok
+    result = await client.call_tool(stdio(), "big", {"size": 5000})
+    assert result.error == {
+        "type": "http_error",
+        "code": 502,
+        "message": "The MCP server's answer exceeded the gateway's size limit.",
+    }
+
+
+async def test_a_call_that_times_out_is_cancelled_with_a_notice() -> None:
+    client, server, sessions = McpClient(STRICT), stdio(), McpSessions()
+    timed_out = await client.call_tool(
+        server, "hang", {}, deadline=time.monotonic() + 0.3, sessions=sessions
+    )
+    seen = await client.call_tool(server, "cancelled", {}, sessions=sessions)
+    await sessions.aclose()
+
+    assert timed_out.error is not None and timed_out.error["code"] == -32001
+    [notice] = json.loads(seen.output or "")
+    assert notice["reason"] == "The client stopped waiting."
+    assert isinstance(notice["requestId"], int)
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("mcp_server_time") is None, reason="mcp-server-time is not installed"
+)
+async def test_a_third_party_sdk_server_over_stdio_lists_and_calls_in_one_process() -> None:
+    server = McpServer(
+        "time",
+        transport="stdio",
+        command=sys.executable,
+        args=("-m", "mcp_server_time", "--local-timezone", "UTC"),
+        env={"PYTHONPATH": os.pathsep.join(sys.path)},
+        trusted=True,
+    )
+    client, sessions = McpClient(STRICT), McpSessions()
+    tools = await client.list_tools(server, sessions=sessions)
+    now = await client.call_tool(server, "get_current_time", {"timezone": "UTC"}, sessions=sessions)
+    await sessions.aclose()
+
+    assert {"get_current_time", "convert_time"} <= {tool.name for tool in tools}
+    assert json.loads(now.output or "")["timezone"] == "UTC"

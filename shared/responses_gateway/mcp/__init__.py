@@ -1,12 +1,17 @@
 """MCP servers (a request's remote ones, and the operator's) as gateway-owned tools.
 
-Three parts, all cheap to import (the ``mcp`` SDK and ``httpx2`` load on the first real
-operation, never at import):
+The gateway speaks MCP with its own client, on the ``httpx`` and ``asyncio`` it already runs on:
+the ``mcp`` SDK is never imported (it serves as the tests' servers and oracle), so a request with
+MCP tools imports a few small modules, not the SDK's ~580. The parts:
 
 - :mod:`.security`: the SSRF guard (:func:`check_server_url`, :class:`McpPolicy`) and the
-  transport that dials only the checked address;
+  ``httpx`` transports that dial only the checked address and bound every answer;
 - :mod:`.client`: :class:`McpClient` (``list_tools`` / ``call_tool`` over streamable HTTP, SSE or
-  stdio, under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`);
+  stdio, under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`)
+  and :class:`McpSessions` (a run's sessions);
+- :mod:`.rpc` (the protocol: negotiation, JSON-RPC, the server's own messages), :mod:`.modern`
+  (the stateless version's envelope and headers), :mod:`.remote` (streamable HTTP and SSE),
+  :mod:`.stdio` (server processes) and :mod:`.sse_decoder` (event streams);
 - :mod:`.tools`: pure helpers (server selection, ``allowed_tools``, ``require_approval``,
   function names, the request's :class:`McpToolset`, ``mcp_list_tools`` items).
 

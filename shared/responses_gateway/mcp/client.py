@@ -1,4 +1,4 @@
-"""Talking to MCP servers: list their tools and call one, over the official ``mcp`` SDK.
+"""Talking to MCP servers: list their tools and call one, over the gateway's own MCP client.
 
 Owns :class:`McpClient`, whose two operations each open one connection (streamable HTTP, the
 legacy SSE transport, or stdio: a server process spawned for the operation and stopped after
@@ -12,15 +12,16 @@ whose ``error`` is one of the OpenAI ``mcp_call.error`` objects (``mcp_protocol_
 request describes it, or as the operator configured it, with its secrets) and the limits on
 what a server may send back.
 
-Every URL of a request's server goes through
-:func:`responses_gateway.mcp.security.check_server_url` first and every connection through the
-pinned transport. Operator-configured servers (``McpServer.trusted``) skip that address check:
-the operator chose them, and they may be private by design. Only they may use stdio, and a stdio
-process gets a minimal environment (see :func:`child_environment`), never the gateway's own
-secrets. This module must not import the ``mcp`` SDK or ``httpx2`` at module level (``import
-mcp`` costs ~0.6 s; only requests with MCP tools pay it), must not log or raise anything that
-contains header values, the ``authorization`` token, a stdio server's ``env`` or a full URL, and
-knows nothing about the agent loop, approvals or output items (see ``mcp.tools``).
+The protocol is spoken by :mod:`.rpc` (the handshake and JSON-RPC) over :mod:`.remote`
+(streamable HTTP, SSE; on the gateway's ``httpx``) or :mod:`.stdio`: the ``mcp`` SDK is not
+imported (it is the test suite's oracle and test servers only). Every URL of a request's server
+goes through :func:`responses_gateway.mcp.security.check_server_url` first and every connection
+through the pinned transport. Operator-configured servers (``McpServer.trusted``) skip that
+address check: the operator chose them, and they may be private by design. Only they may use
+stdio, and a stdio process gets a minimal environment (see :func:`child_environment`), never the
+gateway's own secrets. This module must not log or raise anything that contains header values,
+the ``authorization`` token, a stdio server's ``env`` or a full URL, and knows nothing about the
+agent loop, approvals or output items (see ``mcp.tools``).
 """
 
 from __future__ import annotations
@@ -28,17 +29,30 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import os
 import re
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NoReturn, TextIO, TypeVar
+from typing import Any, Literal, TextIO, TypeVar
+
+import httpx
 
 from responses_gateway.errors import GatewayError, InvalidRequestError
+from responses_gateway.mcp.remote import SseTransport, StreamableHttpTransport
+from responses_gateway.mcp.rpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    REQUEST_TIMEOUT as TIMEOUT_CODE,
+    McpConnectError,
+    McpConnection,
+    McpConnectionError,
+    McpHttpStatusError,
+    McpInvalidMessageError,
+    McpRpcError,
+    McpTransportError,
+)
 from responses_gateway.mcp.security import (
     McpPolicy,
     McpUrlRefusedError,
@@ -50,11 +64,6 @@ from responses_gateway.mcp.security import (
     pinned_transport,
     redact_url,
 )
-
-if TYPE_CHECKING:
-    import httpx2
-    from mcp.client import Client
-    from mcp_types import CallToolResult, Tool
 
 __all__ = [
     "MAX_HEADERS",
@@ -82,8 +91,9 @@ TransportKind = Literal["streamable_http", "sse", "auto", "stdio"]
 ``stdio`` spawns ``McpServer.command`` (operator servers only)."""
 
 STDIO_INHERITED_ENV = ("LANG", "LC_ALL", "LC_CTYPE")
-"""Variables a stdio server process inherits from the gateway on top of the SDK's own minimal
-set (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``) and its configured ``env``."""
+"""Variables a stdio server process inherits from the gateway on top of the minimal set every
+server gets (``HOME``, ``LOGNAME``, ``PATH``, ``SHELL``, ``TERM``, ``USER``: the ``mcp`` SDK's,
+:data:`responses_gateway.mcp.stdio.BASE_ENV`) and its configured ``env``."""
 
 MAX_HEADERS = 32
 """The most headers a request may set for one server (``authorization`` included)."""
@@ -113,11 +123,6 @@ PROTECTED_HEADERS = frozenset(
 
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _BAD_VALUE_CHARS = re.compile(r"[\r\n\x00]")
-
-TIMEOUT_CODE = -32001
-"""The JSON-RPC code of a request that timed out (the SDK's own code for it)."""
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 
 _MAX_LIST_PAGES = 20
 
@@ -220,7 +225,7 @@ class McpServer:
 def child_environment(
     configured: Mapping[str, str], environ: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """The environment passed to a stdio server on top of the SDK's minimal set.
+    """The environment passed to a stdio server on top of the minimal set every server gets.
 
     :data:`STDIO_INHERITED_ENV` from ``environ`` (the gateway's environment by default) where set,
     then ``configured`` (the operator's ``env``), which wins. Nothing else of the gateway's
@@ -327,7 +332,7 @@ class McpClient:
 
     One instance can serve many requests concurrently; it holds no connection between
     operations (each one connects, or spawns a stdio server, does its work and disconnects,
-    which suits Lambda).
+    which suits Lambda), unless the caller passes the :class:`McpSessions` of its run.
 
     Args:
         policy: Which URLs of request servers may be dialled; :meth:`McpPolicy.from_env` by
@@ -335,7 +340,7 @@ class McpClient:
         limits: Size and time bounds; :class:`McpLimits` defaults otherwise.
         resolve: How host names are resolved (tests inject a fake DNS).
         inner_transport: Builds the transport that really connects, behind the pinning one
-            (tests pass a spy); a fresh ``httpx2.AsyncHTTPTransport`` per operation otherwise.
+            (tests pass a spy); a fresh ``httpx`` HTTP transport per connection otherwise.
         stdio_errlog: Where stdio servers' stderr goes; the gateway's stderr by default (or
             the null device when that is not a real file).
     """
@@ -346,7 +351,7 @@ class McpClient:
         *,
         limits: McpLimits | None = None,
         resolve: Resolver | None = None,
-        inner_transport: Callable[[], httpx2.AsyncBaseTransport] | None = None,
+        inner_transport: Callable[[], httpx.AsyncBaseTransport] | None = None,
         stdio_errlog: TextIO | None = None,
     ) -> None:
         self.policy = policy if policy is not None else McpPolicy.from_env()
@@ -354,6 +359,9 @@ class McpClient:
         self._resolve = resolve
         self._inner_transport = inner_transport
         self._stdio_errlog = stdio_errlog
+        self._closing: set[asyncio.Task[None]] = set()
+        """Connections being closed: a close runs to its end even when its caller is
+        cancelled (a stdio server must not outlive its run)."""
 
     async def list_tools(
         self,
@@ -429,15 +437,15 @@ class McpClient:
         except McpUrlRefusedError as exc:
             return ToolResult(None, http_error(403, exc.message))
 
-        async def call(client: Client, remaining: float) -> CallToolResult:
-            return await _call(client, name, parsed, remaining)
+        async def call(connection: McpConnection, remaining: float) -> dict[str, Any]:
+            return await connection.call_tool(name, parsed)
 
         try:
             result = await self._run(server, target, deadline, call, sessions)
+            converted = self._convert_result(result)
         except _Failure as failure:
             _log_failure("call_tool", server, failure, started)
             return ToolResult(None, failure.error)
-        converted = self._convert_result(result)
         logger.info(
             "mcp call_tool %r on %r: %s in %.1f ms",
             name,
@@ -460,20 +468,19 @@ class McpClient:
             return None
         return await check_server_url(server.url, self.policy, resolve=self._resolve)
 
-    async def _list_all(self, client: Client, remaining: float) -> list[ToolInfo]:
+    async def _list_all(self, connection: McpConnection, remaining: float) -> list[ToolInfo]:
         tools: list[ToolInfo] = []
         cursor: str | None = None
         for _ in range(_MAX_LIST_PAGES):
-            page = await client.list_tools(cursor=cursor)
-            tools.extend(_tool_info(tool) for tool in page.tools)
+            listed, cursor = await connection.list_tools_page(cursor)
+            tools.extend(_tool_info(tool) for tool in listed)
             if len(tools) > self.limits.max_tools:
                 raise _Failure(
                     protocol_error(INTERNAL_ERROR, "The server lists too many tools."),
                     f"The server lists more than {self.limits.max_tools} tools.",
                     "mcp_protocol_error",
                 )
-            cursor = page.next_cursor
-            if not cursor:
+            if cursor is None:
                 return tools
         raise _Failure(
             protocol_error(INTERNAL_ERROR, "The server's tool listing does not end."),
@@ -486,7 +493,7 @@ class McpClient:
         server: McpServer,
         target: ResolvedTarget | None,
         deadline: float,
-        operation: Callable[[Client, float], Awaitable[_T]],
+        operation: _Operation[_T],
         sessions: McpSessions | None = None,
     ) -> _T:
         """Connect, run ``operation`` and disconnect before ``deadline`` (or run it on the
@@ -494,130 +501,82 @@ class McpClient:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise _timeout_failure(server, 0.0)
-        import anyio
-
-        _load_sdk()
+        _redact_logs()
         if sessions is not None:
             return await sessions.session(self, server, target).run(operation, deadline)
-        status = _StatusRecorder()
+        connection = self._connection(server, target, remaining)
+
+        async def work() -> _T:
+            await connection.open()
+            return await operation(connection, remaining)
+
         try:
-            with anyio.fail_after(remaining):
-                async with self._connect(server, target, remaining, status) as client:
-                    return await operation(client, remaining)
-        except TimeoutError:
-            raise _timeout_failure(server, remaining) from None
-        except _Failure:
-            raise
-        except BaseExceptionGroup as group:
-            matched, rest = group.split(Exception)
-            if rest is not None:  # cancellation and friends travel on
-                raise
-            assert matched is not None
-            _raise_failure(server, matched, status, remaining)
-        except Exception as exc:
-            _raise_failure(server, exc, status, remaining)
+            return await _bounded(server, remaining, work())
+        finally:
+            await self._close(connection)
 
     def session_budget(self, remaining: float) -> float:
-        """The read timeouts of a reused session: long enough for any operation of the run
+        """The HTTP timeouts of a reused session: long enough for any operation of the run
         (each one is still bounded by its own deadline)."""
         return max(remaining, self.limits.list_timeout, self.limits.call_timeout)
 
-    def _connect(
-        self,
-        server: McpServer,
-        target: ResolvedTarget | None,
-        remaining: float,
-        status: _StatusRecorder,
-    ) -> AbstractAsyncContextManager[Client]:
-        """An async context manager yielding a connected ``mcp.Client``."""
-        import httpx2
-        from mcp.client import Client
-        from mcp.client.sse import sse_client
-        from mcp.client.streamable_http import streamable_http_client
-        from mcp_types import Implementation
-
-        info = Implementation(name="responses-gateway", version="1")
-        if server.resolved_transport == "stdio":
-            return Client(
-                self._stdio_transport(server),
-                read_timeout_seconds=remaining,
-                client_info=info,
-                cache=None,
-            )
+    def _connection(
+        self, server: McpServer, target: ResolvedTarget | None, budget: float
+    ) -> McpConnection:
+        """A connection to ``server`` (not open yet) whose HTTP timeouts are ``budget``."""
         limits = self.limits
-        default_timeout = httpx2.Timeout(remaining, connect=min(remaining, limits.connect_timeout))
+        kind = server.resolved_transport
+        if kind == "stdio":
+            from responses_gateway.mcp.stdio import StdioTransport, spawn_environment
 
-        def http_client(
-            headers: dict[str, str] | None = None,
-            timeout: httpx2.Timeout | None = None,
-            auth: httpx2.Auth | None = None,
-        ) -> httpx2.AsyncClient:
-            """Every HTTP client of the operation (the SSE transport builds its own through
-            this factory): the server's headers, pinned, no proxies, no redirects."""
-            inner = self._inner_transport() if self._inner_transport is not None else None
-            transport = (
-                pinned_transport(target, max_response_bytes=limits.max_response_bytes, inner=inner)
-                if target is not None
-                else bounded_transport(max_response_bytes=limits.max_response_bytes, inner=inner)
+            env = spawn_environment(child_environment(server.env))
+            errlog = self._stdio_errlog if self._stdio_errlog is not None else _stderr()
+            command, args = server.command or "", server.args
+            return McpConnection(
+                lambda handler: StdioTransport(
+                    command, args, env, errlog, handler, max_line_bytes=limits.max_response_bytes
+                )
             )
-            return httpx2.AsyncClient(
-                headers=server.request_headers(),
-                timeout=timeout if timeout is not None else default_timeout,
-                transport=transport,
-                trust_env=False,
-                follow_redirects=False,
-                event_hooks={"response": [status.record]},
-            )
-
-        if server.resolved_transport == "sse":
-            transport = sse_client(
-                server.url,
-                timeout=min(remaining, limits.connect_timeout),
-                sse_read_timeout=remaining,
-                httpx_client_factory=http_client,
-            )
-            return Client(
-                transport,
-                mode="legacy",
-                read_timeout_seconds=remaining,
-                client_info=info,
-                cache=None,
-            )
-        return _StreamableClient(
-            http_client(),
-            lambda http: Client(
-                streamable_http_client(server.url, http_client=http),
-                read_timeout_seconds=remaining,
-                client_info=info,
-                cache=None,
-            ),
+        inner = self._inner_transport() if self._inner_transport is not None else None
+        transport = (
+            pinned_transport(target, max_response_bytes=limits.max_response_bytes, inner=inner)
+            if target is not None
+            else bounded_transport(max_response_bytes=limits.max_response_bytes, inner=inner)
+        )
+        http = httpx.AsyncClient(
+            headers=server.request_headers(),
+            timeout=httpx.Timeout(budget, connect=min(budget, limits.connect_timeout)),
+            transport=transport,
+            trust_env=False,
+            follow_redirects=False,
+        )
+        remote = SseTransport if kind == "sse" else StreamableHttpTransport
+        url = server.url
+        return McpConnection(
+            lambda handler: remote(http, url, handler, max_event_bytes=limits.max_response_bytes),
+            probe=kind != "sse",  # the SSE transport predates the stateless version
         )
 
-    def _stdio_transport(self, server: McpServer) -> AbstractAsyncContextManager[Any]:
-        """The SDK's stdio transport: spawns ``server.command`` in its own process group with a
-        minimal environment; leaving it closes stdin, then terminates the group if need be."""
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+    async def _close(self, connection: McpConnection) -> None:
+        """Close ``connection`` in a task of its own, which a cancelled caller does not stop."""
+        task = asyncio.get_running_loop().create_task(connection.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        await asyncio.wait({task})
 
-        params = StdioServerParameters(
-            command=server.command or "",
-            args=list(server.args),
-            env=child_environment(server.env),
-        )
-        errlog = self._stdio_errlog if self._stdio_errlog is not None else _stderr()
-        return stdio_client(params, errlog=errlog)
-
-    def _convert_result(self, result: CallToolResult) -> ToolResult:
-        blocks = [
-            block.model_dump(mode="json", by_alias=True, exclude_none=True)
-            for block in result.content
-        ]
-        if result.is_error:
+    def _convert_result(self, result: dict[str, Any]) -> ToolResult:
+        content = result.get("content", [])
+        if not isinstance(content, list) or not all(_is_block(block) for block in content):
+            raise McpInvalidMessageError("malformed tools/call content")
+        blocks = [{k: v for k, v in block.items() if v is not None} for block in content]
+        if result.get("isError") is True:
             return ToolResult(None, tool_execution_error(self._truncate_blocks(blocks)))
         parts = [
             block["text"] if block.get("type") == "text" else json.dumps(block) for block in blocks
         ]
-        if not parts and result.structured_content is not None:
-            parts.append(json.dumps(result.structured_content))
+        structured = result.get("structuredContent")
+        if not parts and structured is not None:
+            parts.append(json.dumps(structured))
         return ToolResult(_truncate("\n".join(parts), self.limits.max_output_chars))
 
     def _truncate_blocks(self, blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -637,16 +596,12 @@ class McpClient:
 
 # --------------------------------------------------------------------------- run sessions
 
-_Job = tuple[Callable[["Client", float], Awaitable[Any]], float, "asyncio.Future[Any]"]
-"""An operation handed to a session: what to run, its ``time.monotonic()`` deadline, and the
-future its caller awaits."""
-
 
 class McpSessions:
     """The open MCP sessions of one agent-loop run: at most one per server.
 
     Every listing and call of the run that passes it reuses the server's session (opened on
-    first use, or again after its connection failed); :meth:`aclose` closes them all and must be
+    first use, or again after its connection ended); :meth:`aclose` closes them all and must be
     called when the run ends, however it ends. One instance belongs to one run: it holds a
     request's live connections, so it is never shared between requests or tenants. It imports
     nothing heavy and opens nothing until used.
@@ -654,6 +609,8 @@ class McpSessions:
 
     def __init__(self) -> None:
         self._open: dict[tuple[str, bool, str, str | None], _Session] = {}
+        self._ended: list[_Session] = []
+        """Sessions whose connection ended, replaced, still to be closed (a process reaped)."""
 
     def session(
         self, client: McpClient, server: McpServer, target: ResolvedTarget | None
@@ -662,125 +619,121 @@ class McpSessions:
         key = (server.label, server.trusted, server.url, server.command)
         session = self._open.get(key)
         if session is None or session.closed:
+            if session is not None:
+                self._ended.append(session)
             session = self._open[key] = _Session(client, server, target)
         return session
 
     async def aclose(self) -> None:
-        """Close every session (operations still running fail); the instance stays usable."""
-        sessions, self._open = list(self._open.values()), {}
+        """Close every session (operations still running fail); the instance stays usable.
+        A cancelled caller does not stop the closing."""
+        sessions = [*self._open.values(), *self._ended]
+        self._open, self._ended = {}, []
         if sessions:
-            await asyncio.gather(*(session.aclose() for session in sessions))
+            loop = asyncio.get_running_loop()
+            await asyncio.wait({loop.create_task(session.aclose()) for session in sessions})
 
 
 class _Session:
-    """One server's session within an :class:`McpSessions`, owned by one task.
+    """One server's session within an :class:`McpSessions`.
 
-    The SDK's transports and ``mcp.Client`` hold anyio task groups, which the same task must
-    enter and leave. ``_serve`` is that task: it connects (within the first operation's
-    deadline), runs every operation handed to :meth:`run` in a child task under that
-    operation's own deadline (a timed-out or failed operation fails alone), and disconnects
-    (closing the stdio process, if any) when :meth:`aclose` asks or the connection fails; the
-    operations still waiting then fail with the connection's error. It owns nothing else.
+    The first operation connects (a task of its own, within that operation's deadline; the
+    operations arriving meanwhile wait for it); each operation then runs in a task of its own
+    under its own deadline, so a timed-out or failed operation fails alone, and a caller that is
+    cancelled cancels only its operation. :meth:`aclose` cancels the operations still running
+    (their callers get "The MCP session was closed.") and disconnects. The session counts as
+    closed once its connection could not be made or has ended (a stdio server that exited, an
+    SSE stream that dropped, a session the server ended): the run's next operation then gets a
+    new one.
     """
 
     def __init__(self, client: McpClient, server: McpServer, target: ResolvedTarget | None):
         self._client = client
         self._server = server
         self._target = target
-        self._status = _StatusRecorder()
-        self._jobs: asyncio.Queue[_Job | None] = asyncio.Queue()
-        self._waiting: set[asyncio.Future[Any]] = set()
-        self._task: asyncio.Task[None] | None = None
-        self.closed = False
-        """Disconnected, or asked to: the next operation needs a new session."""
+        self._opening: asyncio.Task[McpConnection] | None = None
+        self._operations: set[asyncio.Task[Any]] = set()
+        self._closed = False
 
-    async def run(self, operation: Callable[[Client, float], Awaitable[_T]], deadline: float) -> _T:
+    @property
+    def closed(self) -> bool:
+        """Closed, or its connection failed or ended: the next operation needs a new session."""
+        opening = self._opening
+        if self._closed:
+            return True
+        if opening is None or not opening.done():
+            return False
+        if opening.cancelled() or opening.exception() is not None:
+            return True
+        return opening.result().closed
+
+    async def run(self, operation: _Operation[_T], deadline: float) -> _T:
         """Run ``operation`` on this session by ``deadline``; raise ``_Failure``."""
-        if self._task is None:
-            self._task = asyncio.create_task(self._serve())
-        future: asyncio.Future[_T] = asyncio.get_running_loop().create_future()
-        self._waiting.add(future)
-        self._jobs.put_nowait((operation, deadline, future))
+        if self._closed:
+            raise _session_closed()
+        task = asyncio.get_running_loop().create_task(self._do(operation, deadline))
+        self._operations.add(task)
+        task.add_done_callback(self._operations.discard)
         try:
-            return await future
-        finally:
-            self._waiting.discard(future)
+            await asyncio.wait({task})
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        if task.cancelled():
+            raise _session_closed()
+        return task.result()
+
+    async def _do(self, operation: _Operation[_T], deadline: float) -> _T:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise _timeout_failure(self._server, 0.0)
+
+        async def work() -> _T:
+            if self._opening is None:
+                self._opening = asyncio.get_running_loop().create_task(self._open(remaining))
+            connection = await asyncio.shield(self._opening)
+            return await operation(connection, remaining)
+
+        return await _bounded(self._server, remaining, work())
+
+    async def _open(self, remaining: float) -> McpConnection:
+        """Connect within the first operation's deadline."""
+        client = self._client
+        connection = client._connection(
+            self._server, self._target, client.session_budget(remaining)
+        )
+        try:
+            async with asyncio.timeout(remaining):
+                await connection.open()
+        except BaseException:
+            await client._close(connection)
+            raise
+        return connection
 
     async def aclose(self) -> None:
-        """Disconnect once the operations already handed over have started (they are
-        cancelled) and wait for it."""
-        self.closed = True
-        if self._task is None:
+        """Cancel the operations still running, then disconnect (idempotent)."""
+        self._closed = True
+        running = set(self._operations)
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.wait(running)
+        opening = self._opening
+        if opening is None:
             return
-        self._jobs.put_nowait(None)
-        await asyncio.wait({self._task})
-
-    async def _serve(self) -> None:
-        import anyio
-
-        job = await self._jobs.get()
-        if job is None:
+        if not opening.done():
+            opening.cancel()
+            await asyncio.wait({opening})
+        if opening.cancelled() or opening.exception() is not None:
             return
-        remaining = job[1] - time.monotonic()
-        budget = self._client.session_budget(remaining)
-        failure: _Failure | None = None
-        try:
-            connection = self._client._connect(self._server, self._target, budget, self._status)
-            with anyio.CancelScope(deadline=anyio.current_time() + remaining) as connecting:
-                async with (
-                    connection as client,
-                    anyio.create_task_group() as group,
-                ):
-                    connecting.deadline = math.inf
-                    while job is not None:
-                        group.start_soon(self._do, client, job)
-                        job = await self._jobs.get()
-                    group.cancel_scope.cancel()
-            if connecting.cancelled_caught:
-                failure = _timeout_failure(self._server, max(remaining, 0.0))
-        except BaseExceptionGroup as group_error:
-            matched, rest = group_error.split(Exception)
-            if rest is not None:  # cancellation and friends travel on
-                raise
-            assert matched is not None
-            failure = _as_failure(self._server, matched, self._status, remaining)
-        except Exception as exc:
-            failure = _as_failure(self._server, exc, self._status, remaining)
-        finally:
-            self.closed = True
-            if failure is None:
-                failure = _Failure(
-                    http_error(502, "The MCP session was closed."),
-                    "The MCP session was closed.",
-                    "http_error",
-                )
-            for future in self._waiting:
-                if not future.done():
-                    future.set_exception(failure)
-
-    async def _do(self, client: Client, job: _Job) -> None:
-        import anyio
-
-        operation, deadline, future = job
-        remaining = deadline - time.monotonic()
-        try:
-            if remaining <= 0:
-                raise _timeout_failure(self._server, 0.0)
-            with anyio.fail_after(remaining):
-                result = await operation(client, remaining)
-        except TimeoutError:
-            failure = _timeout_failure(self._server, remaining)
-        except Exception as exc:
-            failure = _as_failure(self._server, exc, self._status, remaining)
-        else:
-            if not future.done():
-                future.set_result(result)
-            return
-        if not future.done():
-            future.set_exception(failure)
+        await self._client._close(opening.result())
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+_Operation = Callable[[McpConnection, float], Awaitable[_T]]
+"""What runs on a connection: it gets the connection and the seconds left."""
 
 
 class _Failure(Exception):
@@ -793,59 +746,55 @@ class _Failure(Exception):
         self.code = code
 
 
-class _StatusRecorder:
-    """Remembers the status of the latest POST that failed at the HTTP level.
-
-    The SDK turns such a response into a stand-in JSON-RPC error and drops the status, unless
-    the body carries a JSON-RPC error of its own (servers may answer one with a 4xx status):
-    then that error is the better report and no status is recorded.
-    """
-
-    def __init__(self) -> None:
-        self.status: int | None = None
-        self.reason = ""
-
-    async def record(self, response: httpx2.Response) -> None:
-        if response.request.method != "POST":
-            return
-        self.status = None
-        if response.status_code < 400:
-            return
-        if "json" in response.headers.get("content-type", ""):
-            body = await response.aread()  # kept by the response: the SDK reads it again
-            try:
-                message = json.loads(body)
-            except ValueError:
-                message = None
-            if isinstance(message, dict) and isinstance(message.get("error"), dict):
-                return
-        self.status = response.status_code
-        self.reason = response.reason_phrase
+async def _bounded(server: McpServer, remaining: float, work: Awaitable[_T]) -> _T:
+    """Await ``work`` within ``remaining`` seconds; every failure becomes a ``_Failure``."""
+    try:
+        async with asyncio.timeout(remaining):
+            return await work
+    except TimeoutError:
+        raise _timeout_failure(server, remaining) from None
+    except _Failure:
+        raise
+    except McpConnectionError as exc:
+        raise _as_failure(server, exc, remaining) from None
+    except Exception as exc:
+        logger.warning("unexpected MCP client error for %r: %s", server.label, type(exc).__name__)
+        message = "The MCP client failed."
+        raise _Failure(
+            protocol_error(INTERNAL_ERROR, message), message, "mcp_protocol_error"
+        ) from None
 
 
-class _StreamableClient:
-    """``async with``: an ``httpx2.AsyncClient`` and the ``mcp.Client`` that uses it."""
+def _as_failure(server: McpServer, exc: McpConnectionError, budget: float) -> _Failure:
+    """The ``mcp_call.error`` (and listing summary) of a connection error."""
+    if isinstance(exc, McpHttpStatusError):
+        return _http_failure(exc.status, exc.reason)
+    if isinstance(exc, McpRpcError):
+        if exc.code == TIMEOUT_CODE:
+            return _timeout_failure(server, budget)
+        message = _scrub(exc.message, server)
+        return _Failure(
+            protocol_error(exc.code, message),
+            f"MCP error {exc.code}: {message}",
+            "mcp_protocol_error",
+        )
+    if isinstance(exc, McpConnectError):
+        message = (
+            "Could not start the MCP server."
+            if server.resolved_transport == "stdio"
+            else "Could not connect to the MCP server."
+        )
+        return _Failure(http_error(502, message), message, "http_error")
+    if isinstance(exc, McpTransportError):
+        message = str(exc)
+        return _Failure(http_error(502, message), message, "http_error")
+    message = "The MCP server sent an invalid response."
+    return _Failure(protocol_error(INTERNAL_ERROR, message), message, "mcp_protocol_error")
 
-    def __init__(self, http: httpx2.AsyncClient, make: Callable[[httpx2.AsyncClient], Client]):
-        self._http = http
-        self._make = make
-        self._client: Client | None = None
 
-    async def __aenter__(self) -> Client:
-        await self._http.__aenter__()
-        try:
-            self._client = self._make(self._http)
-            return await self._client.__aenter__()
-        except BaseException:
-            await self._http.__aexit__(None, None, None)
-            raise
-
-    async def __aexit__(self, *exc_info: Any) -> None:
-        try:
-            if self._client is not None:
-                await self._client.__aexit__(*exc_info)
-        finally:
-            await self._http.__aexit__(None, None, None)
+def _session_closed() -> _Failure:
+    message = "The MCP session was closed."
+    return _Failure(http_error(502, message), message, "http_error")
 
 
 _devnull: TextIO | None = None
@@ -864,59 +813,44 @@ def _stderr() -> TextIO:
         return _devnull
 
 
-_sdk_loaded = False
+_logs_redacted = False
 
 
-def _load_sdk() -> None:
-    """Import the SDK (once) and attach URL redaction to its loggers."""
-    global _sdk_loaded
-    if _sdk_loaded:
-        return
-    # The imports are the point: the SDK's loggers must exist before redaction is attached.
-    import mcp.client.sse  # noqa: F401
-    import mcp.client.stdio  # noqa: F401
-    import mcp.client.streamable_http  # noqa: F401
-
-    install_log_redaction()
-    _sdk_loaded = True
+def _redact_logs() -> None:
+    """Attach URL redaction to the HTTP client's loggers (once), before the first MCP request."""
+    global _logs_redacted
+    if not _logs_redacted:
+        install_log_redaction()
+        _logs_redacted = True
 
 
-async def _call(
-    client: Client, name: str, arguments: dict[str, Any], read_timeout: float
-) -> CallToolResult:
-    """``tools/call`` as one request.
-
-    ``Client.call_tool`` would follow a successful call with a ``tools/list`` of its own (to
-    validate structured output against the tool's output schema, which the gateway does not
-    use): a second round trip per call. Only when the server answers ``HEADER_MISMATCH`` (it
-    wants ``Mcp-Param-*`` headers, which the SDK derives from a listing) is the SDK's own
-    re-list-and-resend path taken.
-    """
-    from mcp.shared.exceptions import MCPError
-    from mcp_types import HEADER_MISMATCH, CallToolRequest, CallToolRequestParams, CallToolResult
-
-    request = CallToolRequest(params=CallToolRequestParams(name=name, arguments=arguments))
-    try:
-        return await client.session.send_request(
-            request, CallToolResult, request_read_timeout_seconds=read_timeout
-        )
-    except MCPError as exc:
-        if exc.code != HEADER_MISMATCH:
-            raise
-    return await client.call_tool(name, arguments, read_timeout_seconds=read_timeout)
+def _is_block(block: Any) -> bool:
+    """A content block: an object with a string ``type`` (and a string ``text`` for text)."""
+    if not isinstance(block, dict) or not isinstance(block.get("type"), str):
+        return False
+    return block["type"] != "text" or isinstance(block.get("text"), str)
 
 
-def _tool_info(tool: Tool) -> ToolInfo:
-    annotations = (
-        tool.annotations.model_dump(mode="json", by_alias=True, exclude_none=True)
-        if tool.annotations is not None
-        else None
-    )
+def _tool_info(tool: Any) -> ToolInfo:
+    if not isinstance(tool, dict):
+        raise McpInvalidMessageError("a listed tool is not an object")
+    name, schema = tool.get("name"), tool.get("inputSchema")
+    description, annotations = tool.get("description"), tool.get("annotations")
+    if not isinstance(name, str) or not isinstance(schema, dict):
+        raise McpInvalidMessageError("a listed tool has no name or input schema")
+    if description is not None and not isinstance(description, str):
+        raise McpInvalidMessageError("a listed tool's description is not a string")
+    if annotations is not None and not isinstance(annotations, dict):
+        raise McpInvalidMessageError("a listed tool's annotations are not an object")
     return ToolInfo(
-        name=tool.name,
-        input_schema=dict(tool.input_schema),
-        description=tool.description,
-        annotations=annotations,
+        name=name,
+        input_schema=schema,
+        description=description,
+        annotations=(
+            {k: v for k, v in annotations.items() if v is not None}
+            if annotations is not None
+            else None
+        ),
     )
 
 
@@ -998,77 +932,6 @@ def _timeout_failure(server: McpServer, seconds: float) -> _Failure:
     return _Failure(
         protocol_error(TIMEOUT_CODE, message), f"Timed out after {seconds:.1f}s.", "timeout"
     )
-
-
-def _leaves(exc: BaseException) -> Iterator[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        for inner in exc.exceptions:
-            yield from _leaves(inner)
-    else:
-        yield exc
-
-
-def _raise_failure(
-    server: McpServer, exc: BaseException, status: _StatusRecorder, budget: float
-) -> NoReturn:
-    """Turn whatever the SDK raised into a ``_Failure`` (the most telling leaf wins)."""
-    import httpx2
-    from mcp.shared.exceptions import MCPError
-    from pydantic import ValidationError
-
-    leaves = list(_leaves(exc))
-    for leaf in leaves:
-        if isinstance(leaf, _Failure):
-            raise leaf
-    for leaf in leaves:
-        if isinstance(leaf, httpx2.HTTPStatusError):
-            code, reason = leaf.response.status_code, leaf.response.reason_phrase
-            raise _http_failure(code, reason)
-    if status.status is not None:
-        raise _http_failure(status.status, status.reason)
-    for leaf in leaves:
-        if isinstance(leaf, MCPError):
-            if leaf.code == TIMEOUT_CODE:
-                raise _timeout_failure(server, budget) from None
-            message = _scrub(leaf.message, server)
-            raise _Failure(
-                protocol_error(leaf.code, message),
-                f"MCP error {leaf.code}: {message}",
-                "mcp_protocol_error",
-            )
-    for leaf in leaves:
-        if isinstance(leaf, httpx2.ConnectTimeout | httpx2.ConnectError | OSError):
-            message = (
-                "Could not start the MCP server."
-                if server.resolved_transport == "stdio"
-                else "Could not connect to the MCP server."
-            )
-            raise _Failure(http_error(502, message), message, "http_error")
-    for leaf in leaves:
-        if isinstance(leaf, httpx2.TimeoutException):
-            raise _timeout_failure(server, budget) from None
-    for leaf in leaves:
-        if isinstance(leaf, httpx2.TransportError):
-            message = "The connection to the MCP server failed."
-            raise _Failure(http_error(502, message), message, "http_error")
-    for leaf in leaves:
-        if isinstance(leaf, ValidationError | RuntimeError | ValueError):
-            message = "The MCP server sent an invalid response."
-            raise _Failure(protocol_error(INTERNAL_ERROR, message), message, "mcp_protocol_error")
-    first = leaves[0] if leaves else exc
-    logger.warning("unexpected MCP client error for %r: %s", server.label, type(first).__name__)
-    message = "The MCP client failed."
-    raise _Failure(protocol_error(INTERNAL_ERROR, message), message, "mcp_protocol_error")
-
-
-def _as_failure(
-    server: McpServer, exc: BaseException, status: _StatusRecorder, budget: float
-) -> _Failure:
-    """What :func:`_raise_failure` would raise for ``exc``."""
-    try:
-        _raise_failure(server, exc, status, budget)
-    except _Failure as failure:
-        return failure
 
 
 def _http_failure(code: int, reason: str) -> _Failure:

@@ -7,16 +7,17 @@ address is global: loopback (unless :attr:`McpPolicy.allow_loopback`), private, 
 CGNAT, ``0.0.0.0/8``, multicast, reserved, unique-local (``fd00:ec2::/32`` included) and IPv6
 forms that embed an IPv4 address (``::ffff:169.254.169.254``, NAT64, 6to4, Teredo) are judged by
 that embedded address. It returns a :class:`ResolvedTarget`, and :func:`pinned_transport` builds
-the ``httpx2`` transport that connects to that target's checked address (keeping the ``Host``
+the ``httpx`` transport that connects to that target's checked address (keeping the ``Host``
 header and TLS server name of the URL), so a DNS answer that changes between the check and the
 connection (DNS rebinding) is never followed; :func:`bounded_transport` is the unpinned variant
-for operator-configured servers, which are trusted and not checked. It also owns
-:func:`redact_url` for logs and the log filter that applies it to the ``httpx2`` and ``mcp`` SDK
-loggers.
+for operator-configured servers, which are trusted and not checked. Both bound every response
+body and build their TLS context off the event loop, once per process. It also owns
+:func:`redact_url` for logs and the log filter that applies it to the ``httpx`` and ``httpcore``
+loggers (MCP URLs may carry a key in their query).
 
 It must not send a packet before a URL passed the check, must not trust proxy environment
 variables, and must not put secrets or resolved addresses in user-facing messages. Importing it
-must stay cheap: ``httpx2`` is imported only when a transport is built.
+imports nothing the app has not (``httpx`` is the upstream client's).
 """
 
 from __future__ import annotations
@@ -28,24 +29,26 @@ import logging
 import os
 import re
 import socket
+import ssl
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import httpx
+
 from responses_gateway.errors import GatewayError
-
-if TYPE_CHECKING:
-    import ssl
-
-    import httpx2
 
 __all__ = [
     "McpPolicy",
     "McpUrlRefusedError",
+    "UNBOUNDED_STREAM",
     "RefusalReason",
     "ResolvedTarget",
     "Resolver",
+    "ResponseTooLargeError",
     "bounded_transport",
     "check_server_url",
     "install_log_redaction",
@@ -291,12 +294,12 @@ def pinned_transport(
     target: ResolvedTarget,
     *,
     max_response_bytes: int | None = None,
-    inner: httpx2.AsyncBaseTransport | None = None,
-) -> httpx2.AsyncBaseTransport:
-    """An ``httpx2`` transport that only dials ``target.addresses``.
+    inner: httpx.AsyncBaseTransport | None = None,
+) -> httpx.AsyncBaseTransport:
+    """An ``httpx`` transport that only dials ``target.addresses``.
 
     Requests must be for the target's scheme, host and port (anything else, e.g. a redirect to
-    another host, fails with ``httpx2.ConnectError`` before a connection is attempted). Each
+    another host, fails with ``httpx.ConnectError`` before a connection is attempted). Each
     request goes to a checked IP address (the next one when a connection is refused) with the
     URL's ``Host`` header and, for https, the URL's host as TLS server name (so the certificate
     is verified against the host name).
@@ -305,24 +308,19 @@ def pinned_transport(
     Args:
         target: What :func:`check_server_url` returned.
         max_response_bytes: Fail a response whose body grows beyond this many bytes.
-        inner: The transport that really connects (tests pass a spy); by default an
-            ``httpx2.AsyncHTTPTransport`` with a shared, cached TLS context and no proxies.
+        inner: The transport that really connects (tests pass a spy); by default one with no
+            proxies whose TLS context (shared, built once per process) is built off the event
+            loop by the first https request, and never for plain http.
     """
-    cls = _pinned_transport_class()
-    if inner is None:
-        import httpx2
-
-        inner = httpx2.AsyncHTTPTransport(verify=_ssl_context())
-    transport: httpx2.AsyncBaseTransport = cls(target, inner, max_response_bytes)
-    return transport
+    return _PinnedTransport(target, inner or _DialTransport(), max_response_bytes)
 
 
 def bounded_transport(
     *,
     max_response_bytes: int | None = None,
-    inner: httpx2.AsyncBaseTransport | None = None,
-) -> httpx2.AsyncBaseTransport:
-    """An ``httpx2`` transport for operator-configured servers: no address pinning or checks
+    inner: httpx.AsyncBaseTransport | None = None,
+) -> httpx.AsyncBaseTransport:
+    """An ``httpx`` transport for operator-configured servers: no address pinning or checks
     (the operator chose the URL), but the same response-size bound, TLS context and disregard of
     proxy environment variables as :func:`pinned_transport`.
 
@@ -330,28 +328,36 @@ def bounded_transport(
         max_response_bytes: Fail a response whose body grows beyond this many bytes.
         inner: The transport that really connects (tests pass a spy).
     """
-    if inner is None:
-        import httpx2
-
-        inner = httpx2.AsyncHTTPTransport(verify=_ssl_context())
+    inner = inner or _DialTransport()
     if max_response_bytes is None:
         return inner
-    transport: httpx2.AsyncBaseTransport = _bounded_transport_class()(inner, max_response_bytes)
-    return transport
+    return _BoundedTransport(inner, max_response_bytes)
+
+
+class ResponseTooLargeError(httpx.ReadError):
+    """A response body grew past the bound of :func:`pinned_transport` /
+    :func:`bounded_transport`."""
+
+
+UNBOUNDED_STREAM = "responses_gateway.mcp.unbounded_stream"
+"""A request extension: the response is a long-lived event stream whose reader bounds each event
+itself, so the transports do not bound its whole body (the SSE transport's ``GET``)."""
 
 
 def install_log_redaction() -> None:
-    """Redact URLs (userinfo, query) in records of the ``httpx2`` and ``mcp`` loggers. Idempotent.
+    """Redact URLs (userinfo, query) in records of the ``httpx`` and ``httpcore`` loggers.
+    Idempotent.
 
-    Call after importing the SDK: filters are attached to the loggers that exist then (logger
-    filters do not see records of child loggers, so every ``mcp.*`` logger gets its own).
+    Call before MCP requests are sent: filters are attached to the loggers that exist then
+    (logger filters do not see records of child loggers, so every ``httpcore.*`` logger gets its
+    own).
     """
     names = [
         name
         for name in list(logging.Logger.manager.loggerDict)
-        if name in ("httpx2", "httpcore2", "mcp") or name.startswith(("mcp.", "httpcore2."))
+        if name == "httpcore" or name.startswith("httpcore.")
     ]
-    for name in ["httpx2", *names]:
+    for name in ["httpx", *names]:
         target = logging.getLogger(name)
         if not any(isinstance(f, _RedactUrls) for f in target.filters):
             target.addFilter(_REDACT_URLS)
@@ -418,11 +424,26 @@ async def _getaddrinfo(host: str, port: int) -> list[str]:
 
 
 @functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One TLS context for every MCP connection: loading the CA bundle costs ~35 ms each time."""
-    import httpx2
+def _tls_context() -> Future[ssl.SSLContext]:
+    """The TLS context of every MCP connection, built once per process by a thread (loading the
+    CA bundle costs ~25 ms of CPU, which must not block the event loop)."""
+    future: Future[ssl.SSLContext] = Future()
 
-    return httpx2.create_ssl_context()
+    def build() -> None:
+        try:
+            future.set_result(httpx.create_ssl_context())
+        except BaseException as exc:  # surfaces on the https request that waits for it
+            future.set_exception(exc)
+
+    threading.Thread(target=build, name="mcp-tls-context", daemon=True).start()
+    return future
+
+
+@functools.cache
+def _plain_context() -> ssl.SSLContext:
+    """The context of connections that never use TLS (``http://`` servers): it trusts no
+    certificate at all, so it fails closed if one ever did."""
+    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
 
 
 _URL_IN_TEXT = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<rest>[^\s'\"<>]+)")
@@ -454,110 +475,115 @@ class _RedactUrls(logging.Filter):
 _REDACT_URLS = _RedactUrls()
 
 
-@functools.cache
-def _pinned_transport_class() -> type[Any]:
-    """Defined on first use so that importing this module does not import ``httpx2``."""
-    import httpx2
+class _DialTransport(httpx.AsyncBaseTransport):
+    """httpx's HTTP transport (no proxies), one pool for ``https`` requests (with the shared,
+    verified TLS context, awaited off the event loop) and one for plain ``http``."""
 
-    class PinnedTransport(httpx2.AsyncBaseTransport):
-        def __init__(
-            self,
-            target: ResolvedTarget,
-            inner: httpx2.AsyncBaseTransport,
-            max_response_bytes: int | None,
-        ) -> None:
-            self._target = target
-            self._inner = inner
-            self._max = max_response_bytes
-            self._preferred = 0
+    def __init__(self) -> None:
+        self._tls: httpx.AsyncHTTPTransport | None = None
+        self._plain: httpx.AsyncHTTPTransport | None = None
 
-        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-            url = request.url
-            port = url.port if url.port is not None else _DEFAULT_PORTS.get(url.scheme)
-            host = url.raw_host.decode("ascii").lower()
-            if (url.scheme, host, port) != (
-                self._target.scheme,
-                self._target.host,
-                self._target.port,
-            ):
-                raise httpx2.ConnectError(
-                    "refused: this client only dials the MCP server that was checked",
-                    request=request,
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.scheme == "https":
+            if self._tls is None:
+                context = await asyncio.wrap_future(_tls_context())
+                if self._tls is None:
+                    self._tls = httpx.AsyncHTTPTransport(verify=context, trust_env=False)
+            return await self._tls.handle_async_request(request)
+        if self._plain is None:
+            self._plain = httpx.AsyncHTTPTransport(verify=_plain_context(), trust_env=False)
+        return await self._plain.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for transport in (self._tls, self._plain):
+            if transport is not None:
+                await transport.aclose()
+
+
+class _PinnedTransport(httpx.AsyncBaseTransport):
+    def __init__(
+        self,
+        target: ResolvedTarget,
+        inner: httpx.AsyncBaseTransport,
+        max_response_bytes: int | None,
+    ) -> None:
+        self._target = target
+        self._inner = inner
+        self._max = max_response_bytes
+        self._preferred = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        port = url.port if url.port is not None else _DEFAULT_PORTS.get(url.scheme)
+        host = url.raw_host.decode("ascii").lower()
+        if (url.scheme, host, port) != (self._target.scheme, self._target.host, self._target.port):
+            raise httpx.ConnectError(
+                "refused: this client only dials the MCP server that was checked",
+                request=request,
+            )
+        extensions = dict(request.extensions)
+        if url.scheme == "https":
+            extensions["sni_hostname"] = self._target.host
+        # Try the checked addresses in order (as a client would on a dual-stack host), from the
+        # one that worked last; only a refused connection moves on (nothing was sent).
+        addresses = self._target.addresses
+        for attempt in range(len(addresses)):
+            index = (self._preferred + attempt) % len(addresses)
+            pinned = httpx.Request(
+                request.method,
+                url.copy_with(host=addresses[index]),
+                headers=request.headers,  # keeps the Host header of the original URL
+                stream=request.stream,
+                extensions=extensions,
+            )
+            try:
+                response = await self._inner.handle_async_request(pinned)
+            except httpx.ConnectError:
+                if attempt == len(addresses) - 1:
+                    raise
+                continue
+            self._preferred = index
+            return _bound(response, self._max, request)
+        raise AssertionError("a target always has an address")  # pragma: no cover
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _BoundedTransport(httpx.AsyncBaseTransport):
+    def __init__(self, inner: httpx.AsyncBaseTransport, max_response_bytes: int) -> None:
+        self._inner = inner
+        self._max = max_response_bytes
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        return _bound(response, self._max, request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+def _bound(response: httpx.Response, limit: int | None, request: httpx.Request) -> httpx.Response:
+    if limit is not None and not request.extensions.get(UNBOUNDED_STREAM):
+        response.stream = _BoundedStream(response.stream, limit, request)
+    return response
+
+
+class _BoundedStream(httpx.AsyncByteStream):
+    def __init__(self, inner: Any, limit: int, request: httpx.Request) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise ResponseTooLargeError(
+                    f"MCP server response exceeded {self._limit} bytes", request=self._request
                 )
-            extensions = dict(request.extensions)
-            if url.scheme == "https":
-                extensions["sni_hostname"] = self._target.host
-            # Try the checked addresses in order (as a client would on a dual-stack host), from
-            # the one that worked last; only a refused connection moves on (nothing was sent).
-            addresses = self._target.addresses
-            for attempt in range(len(addresses)):
-                index = (self._preferred + attempt) % len(addresses)
-                pinned = httpx2.Request(
-                    request.method,
-                    url.copy_with(host=addresses[index]),
-                    headers=request.headers,  # keeps the Host header of the original URL
-                    stream=request.stream,
-                    extensions=extensions,
-                )
-                try:
-                    response = await self._inner.handle_async_request(pinned)
-                except httpx2.ConnectError:
-                    if attempt == len(addresses) - 1:
-                        raise
-                    continue
-                self._preferred = index
-                if self._max is not None:
-                    response.stream = _bounded_stream_class()(response.stream, self._max, request)
-                return response
-            raise AssertionError("a target always has an address")  # pragma: no cover
+            yield chunk
 
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return PinnedTransport
-
-
-@functools.cache
-def _bounded_stream_class() -> type[Any]:
-    import httpx2
-
-    class BoundedStream(httpx2.AsyncByteStream):
-        def __init__(self, inner: Any, limit: int, request: httpx2.Request) -> None:
-            self._inner = inner
-            self._limit = limit
-            self._request = request
-
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            seen = 0
-            async for chunk in self._inner:
-                seen += len(chunk)
-                if seen > self._limit:
-                    raise httpx2.ReadError(
-                        f"MCP server response exceeded {self._limit} bytes", request=self._request
-                    )
-                yield chunk
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return BoundedStream
-
-
-@functools.cache
-def _bounded_transport_class() -> type[Any]:
-    import httpx2
-
-    class BoundedTransport(httpx2.AsyncBaseTransport):
-        def __init__(self, inner: httpx2.AsyncBaseTransport, max_response_bytes: int) -> None:
-            self._inner = inner
-            self._max = max_response_bytes
-
-        async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-            response = await self._inner.handle_async_request(request)
-            response.stream = _bounded_stream_class()(response.stream, self._max, request)
-            return response
-
-        async def aclose(self) -> None:
-            await self._inner.aclose()
-
-    return BoundedTransport
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -19,7 +19,7 @@ Owns, without any I/O:
   so a server is listed once per context;
 - :func:`error_text`: an ``mcp_call.error`` as text (what the model sees when a call failed).
 
-It must not connect anywhere or import the ``mcp`` SDK, and never copies ``headers`` or
+It must not connect anywhere or import the client's transports, and never copies ``headers`` or
 ``authorization`` into anything it returns except :class:`McpServer`.
 """
 

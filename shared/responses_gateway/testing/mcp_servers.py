@@ -17,7 +17,17 @@ the legacy SSE transport (``/sse``) by :func:`start_mcp_server`, in a uvicorn th
   prompt and one partial image (``image_generation``);
 - ``hanging``: ``hang`` never returns until the server stops (or :meth:`HangControl.release`);
 - ``auth_required``: the ``calc`` tools, behind HTTP 401 unless ``Authorization: Bearer
-  <MCP_TEST_TOKEN>`` is sent.
+  <MCP_TEST_TOKEN>`` is sent;
+- ``paged``: seven tools ``t0``..``t6`` listed three per page (``nextCursor``);
+- ``chatty``: ``chatty`` sends a log notification, pings the client and asks it for input
+  (elicitation) on the call's own stream before answering with what the client said;
+- ``polling``: ``poll`` closes the call's event stream before answering (the server keeps its
+  events, numbered, so the client resumes the stream with ``Last-Event-ID``).
+
+Options: ``stateless`` (streamable HTTP without sessions), ``json_response`` (answers as JSON
+bodies, not event streams) and ``handshake_only`` (the server answers ``server/discover`` with
+"method not found", as servers older than the stateless protocol version do, so clients fall
+back to the ``initialize`` handshake; ``chatty`` and ``polling`` only work that way).
 
 :class:`SessionCounter` wraps any of their apps to count sessions, connections and their ends.
 
@@ -31,14 +41,27 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import warnings
 from types import TracebackType
-from typing import Literal
+from typing import Any, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, Tool as McpToolDefinition, ToolAnnotations
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    EmptyResult,
+    JSONRPCMessage,
+    ListToolsResult,
+    PingRequest,
+    Tool as McpToolDefinition,
+    ToolAnnotations,
+)
+from pydantic import BaseModel
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.testing.server import RunningServer, run_in_thread
@@ -50,13 +73,24 @@ __all__ = [
     "McpServerKind",
     "McpServerPool",
     "McpTransport",
+    "MemoryEventStore",
     "RunningMcpServer",
     "SessionCounter",
     "create_mcp_app",
     "start_mcp_server",
 ]
 
-McpServerKind = Literal["calc", "echo_auth", "failing", "hanging", "auth_required", "search"]
+McpServerKind = Literal[
+    "calc",
+    "echo_auth",
+    "failing",
+    "hanging",
+    "auth_required",
+    "search",
+    "paged",
+    "chatty",
+    "polling",
+]
 McpTransport = Literal["streamable_http", "sse"]
 
 MCP_TEST_TOKEN = "mcp-test-token-7c1e0b"
@@ -177,6 +211,45 @@ class _FailingServer(MCPServer):
         raise MCPError(INTERNAL_ERROR, "tool listing is broken on purpose")
 
 
+class _PagedServer(MCPServer):
+    """Lists its tools three per page, the cursor being the index of the page's first tool."""
+
+    async def _handle_list_tools(self, ctx: Any, params: Any) -> ListToolsResult:
+        tools = await self.list_tools()
+        start = int(params.cursor) if params is not None and params.cursor else 0
+        end = start + 3
+        return ListToolsResult(
+            tools=tools[start:end], next_cursor=str(end) if end < len(tools) else None
+        )
+
+
+class _Name(BaseModel):
+    name: str
+
+
+class MemoryEventStore(EventStore):
+    """Keeps every event of a server's streams, numbered, for clients that resume one."""
+
+    def __init__(self) -> None:
+        self._events: list[tuple[str, JSONRPCMessage | None]] = []
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        self._events.append((stream_id, message))
+        return str(len(self._events))
+
+    async def replay_events_after(
+        self, last_event_id: str, send_callback: EventCallback
+    ) -> str | None:
+        after = int(last_event_id)
+        if not 0 < after <= len(self._events):
+            return None
+        stream = self._events[after - 1][0]
+        for number, (stream_id, message) in enumerate(self._events[after:], start=after + 1):
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, str(number)))
+        return stream
+
+
 def _add_calc_tools(server: MCPServer, log: CallLog) -> None:
     @server.tool(
         description="Add two numbers.",
@@ -206,6 +279,8 @@ def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MC
     server: MCPServer
     if kind == "failing":
         server = _FailingServer("failing", log_level="WARNING")
+    elif kind == "paged":
+        server = _PagedServer("paged", log_level="WARNING")
     else:
         server = MCPServer(kind, log_level="WARNING")
     if kind in ("calc", "auth_required", "failing"):
@@ -264,7 +339,41 @@ def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MC
             await control.wait()
             return "released"
 
+    elif kind == "paged":
+        for index in range(7):
+            server.tool(name=f"t{index}", description=f"Tool {index}.")(_constant(index))
+
+    elif kind == "chatty":
+
+        @server.tool(description="Log, ping the client and ask it for input, then answer.")
+        async def chatty(ctx: Context) -> str:
+            with warnings.catch_warnings():  # logging is deprecated at the stateless version
+                warnings.simplefilter("ignore", MCPDeprecationWarning)
+                await ctx.info("working on it")
+            related = ServerMessageMetadata(related_request_id=ctx.request_id)
+            await ctx.session.send_request(PingRequest(), EmptyResult, metadata=related)
+            try:
+                await ctx.elicit("Your name?", _Name)
+                elicited = "accepted"
+            except MCPError as exc:
+                elicited = f"{exc.error.code} {exc.error.message}"
+            return f"pinged; elicitation: {elicited}"
+
+    elif kind == "polling":
+
+        @server.tool(description="Close the call's stream, then answer.")
+        async def poll(ctx: Context) -> str:
+            await ctx.close_sse_stream()
+            return "answered after the stream closed"
+
     return server
+
+
+def _constant(index: int) -> Any:
+    def tool() -> int:
+        return index
+
+    return tool
 
 
 def _require_token(app: ASGIApp, token: str) -> ASGIApp:
@@ -355,11 +464,54 @@ class SessionCounter:
         await self._app(scope, replay, send)
 
 
+def _handshake_only(app: ASGIApp) -> ASGIApp:
+    """Answer ``server/discover`` with "method not found" (a server older than the stateless
+    protocol version); every other request goes to ``app``."""
+
+    async def older(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        messages: list[Message] = []
+        body = b""
+        while True:
+            message = await receive()
+            messages.append(message)
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        try:
+            request = json.loads(body)
+        except ValueError:
+            request = None
+        if isinstance(request, dict) and request.get("method") == "server/discover":
+            answer = json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": request.get("id"),
+                    "error": {"code": -32601, "message": "Method not found"},
+                }
+            ).encode()
+            headers = [(b"content-type", b"application/json")]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": answer})
+            return
+
+        async def replay() -> Message:
+            return messages.pop(0) if messages else await receive()
+
+        await app(scope, replay, send)
+
+    return older
+
+
 def create_mcp_app(
     kind: McpServerKind = "calc",
     transport: McpTransport = "streamable_http",
     *,
     stateless: bool = False,
+    json_response: bool = False,
+    handshake_only: bool = False,
     hang: HangControl | None = None,
     log: CallLog | None = None,
 ) -> ASGIApp:
@@ -369,9 +521,16 @@ def create_mcp_app(
     if transport == "sse":
         app = server.sse_app(transport_security=_NO_REBINDING_CHECK)
     else:
+        polling = kind == "polling"
         app = server.streamable_http_app(
-            stateless_http=stateless, transport_security=_NO_REBINDING_CHECK
+            stateless_http=stateless,
+            json_response=json_response,
+            transport_security=_NO_REBINDING_CHECK,
+            event_store=MemoryEventStore() if polling else None,
+            retry_interval=10 if polling else None,
         )
+    if handshake_only:
+        app = _handshake_only(app)
     if kind == "auth_required":
         app = _require_token(app, MCP_TEST_TOKEN)
     return app
@@ -382,6 +541,8 @@ def start_mcp_server(
     transport: McpTransport = "streamable_http",
     *,
     stateless: bool = False,
+    json_response: bool = False,
+    handshake_only: bool = False,
     host: str = "127.0.0.1",
     port: int = 0,
 ) -> RunningMcpServer:
@@ -391,11 +552,21 @@ def start_mcp_server(
         kind: Which server (see the module docstring).
         transport: ``streamable_http`` (endpoint ``/mcp``) or ``sse`` (endpoint ``/sse``).
         stateless: Serve streamable HTTP without sessions (the SDK's ``stateless_http``).
+        json_response: Answer requests with JSON bodies instead of event streams.
+        handshake_only: Refuse ``server/discover`` (see the module docstring).
         host: The interface to bind.
         port: The port; 0 picks a free one.
     """
     hang, log = HangControl(), CallLog()
-    app = create_mcp_app(kind, transport, stateless=stateless, hang=hang, log=log)
+    app = create_mcp_app(
+        kind,
+        transport,
+        stateless=stateless,
+        json_response=json_response,
+        handshake_only=handshake_only,
+        hang=hang,
+        log=log,
+    )
     running = run_in_thread(app, host=host, port=port, graceful_timeout=2)
     return RunningMcpServer(running, kind, transport, hang, log)
 
@@ -407,7 +578,8 @@ class McpServerPool:
     """
 
     def __init__(self) -> None:
-        self._running: dict[tuple[McpServerKind, McpTransport, bool], RunningMcpServer] = {}
+        self._running: dict[tuple[McpServerKind, McpTransport, bool, bool, bool], RunningMcpServer]
+        self._running = {}
         self._lock = threading.Lock()
 
     def get(
@@ -416,12 +588,20 @@ class McpServerPool:
         transport: McpTransport = "streamable_http",
         *,
         stateless: bool = False,
+        json_response: bool = False,
+        handshake_only: bool = False,
     ) -> RunningMcpServer:
         """The running server of that kind, started now if needed."""
-        key = (kind, transport, stateless)
+        key = (kind, transport, stateless, json_response, handshake_only)
         with self._lock:
             if key not in self._running:
-                self._running[key] = start_mcp_server(kind, transport, stateless=stateless)
+                self._running[key] = start_mcp_server(
+                    kind,
+                    transport,
+                    stateless=stateless,
+                    json_response=json_response,
+                    handshake_only=handshake_only,
+                )
             return self._running[key]
 
     def stop(self) -> None:
