@@ -481,5 +481,6 @@ class McpConnection:
                 task.cancel()
         try:
             await self._transport.aclose()
-        except Exception:  # closing must not fail the operation that already has its answer
-            logger.debug("closing an MCP transport failed", exc_info=True)
+        except Exception as exc:  # closing must not fail the operation that already has its answer
+            # the type only: an HTTP error's message carries the server's full URL
+            logger.debug("closing an MCP transport failed: %s", type(exc).__name__)
