@@ -32,6 +32,7 @@ from responses_gateway.mcp.rpc import (
     CONNECTION_CLOSED,
     INVALID_REQUEST,
     TOO_LARGE,
+    ChannelTransport,
     McpConnectError,
     McpConnectionError,
     McpHttpStatusError,
@@ -40,7 +41,6 @@ from responses_gateway.mcp.rpc import (
     McpTransportError,
     Message,
     MessageHandler,
-    Waiting,
     classify,
     encode,
     same_id,
@@ -238,7 +238,7 @@ class StreamableHttpTransport:
             await self._http.aclose()
 
 
-class SseTransport:
+class SseTransport(ChannelTransport):
     """The legacy HTTP+SSE transport of one session (see the module docstring).
 
     Args:
@@ -252,24 +252,13 @@ class SseTransport:
     def __init__(
         self, http: httpx.AsyncClient, url: str, on_message: MessageHandler, *, max_event_bytes: int
     ) -> None:
+        super().__init__()
         self._http = http
         self._url = url
         self._on_message = on_message
         self._max = max_event_bytes
         self._endpoint: asyncio.Future[str] | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._waiting = Waiting()
-
-    @property
-    def closed(self) -> bool:
-        return self._waiting.failure is not None
-
-    @property
-    def stream_per_request(self) -> bool:
-        return False
-
-    def negotiated(self, version: str) -> None:
-        """Nothing to do: this transport carries no version header."""
 
     async def open(self) -> None:
         """Open the stream and wait for its ``endpoint`` event."""
@@ -340,9 +329,6 @@ class SseTransport:
         if (given.scheme, given.netloc) != (told.scheme, told.netloc):
             raise McpInvalidMessageError("the endpoint is on another origin")
         return endpoint
-
-    async def exchange(self, message: Message, headers: Mapping[str, str]) -> Message:
-        return await self._waiting.wait(message["id"], self.send(message))
 
     async def send(self, message: Message) -> None:
         assert self._endpoint is not None and self._endpoint.done()

@@ -39,6 +39,7 @@ from responses_gateway.mcp.modern import (
 
 __all__ = [
     "CONNECTION_CLOSED",
+    "ChannelTransport",
     "HANDSHAKE_PROTOCOL_VERSIONS",
     "HEADER_MISMATCH",
     "INTERNAL_ERROR",
@@ -248,6 +249,34 @@ class Waiting:
         for future in futures.values():
             if not future.done():
                 future.set_exception(self.failure)
+
+
+class ChannelTransport:
+    """What the transports whose answers arrive on one shared channel (the SSE transport's event
+    stream, a stdio server's stdout) have in common: answers matched to requests by id
+    (:class:`Waiting`), closed once the channel failed, no stream per request and no version
+    header. A subclass sends (``send``), reads the channel and hands answers to
+    ``self._waiting``."""
+
+    def __init__(self) -> None:
+        self._waiting = Waiting()
+
+    @property
+    def closed(self) -> bool:
+        return self._waiting.failure is not None
+
+    @property
+    def stream_per_request(self) -> bool:
+        return False
+
+    def negotiated(self, version: str) -> None:
+        """Nothing to do: the channel carries no version header."""
+
+    async def send(self, message: Message) -> None:
+        raise NotImplementedError
+
+    async def exchange(self, message: Message, headers: Mapping[str, str]) -> Message:
+        return await self._waiting.wait(message["id"], self.send(message))
 
 
 # --------------------------------------------------------------------------- the connection

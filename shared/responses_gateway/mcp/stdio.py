@@ -29,12 +29,12 @@ from typing import IO, Any
 from responses_gateway.mcp.rpc import (
     CONNECTION_CLOSED,
     TOO_LARGE,
+    ChannelTransport,
     McpConnectError,
     McpRpcError,
     McpTransportError,
     Message,
     MessageHandler,
-    Waiting,
     classify,
     encode,
 )
@@ -65,7 +65,7 @@ def spawn_environment(
     return env
 
 
-class StdioTransport:
+class StdioTransport(ChannelTransport):
     """One server process and its pipes (see the module docstring).
 
     Args:
@@ -87,6 +87,7 @@ class StdioTransport:
         *,
         max_line_bytes: int,
     ) -> None:
+        super().__init__()
         self._command = command
         self._args = list(args)
         self._env = dict(env)
@@ -95,19 +96,7 @@ class StdioTransport:
         self._max = max_line_bytes
         self._process: asyncio.subprocess.Process | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._waiting = Waiting()
         self._stopping = False
-
-    @property
-    def closed(self) -> bool:
-        return self._waiting.failure is not None
-
-    @property
-    def stream_per_request(self) -> bool:
-        return False
-
-    def negotiated(self, version: str) -> None:
-        """Nothing to do: stdio carries no version header."""
 
     async def open(self) -> None:
         """Spawn the process.
@@ -165,9 +154,6 @@ class StdioTransport:
         elif kind != "invalid":
             with contextlib.suppress(McpRpcError):
                 await self._on_message(message)
-
-    async def exchange(self, message: Message, headers: Mapping[str, str]) -> Message:
-        return await self._waiting.wait(message["id"], self.send(message))
 
     async def send(self, message: Message) -> None:
         process = self._process
