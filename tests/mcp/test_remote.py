@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from responses_gateway.mcp import (
     McpClient,
@@ -29,7 +29,7 @@ from responses_gateway.mcp import (
     ToolResult,
 )
 from responses_gateway.testing.faults import Call, Fault, FaultProxy
-from responses_gateway.testing.mcp_servers import McpServerPool, create_mcp_app
+from responses_gateway.testing.mcp_servers import McpServerPool, create_mcp_app, read_body
 from responses_gateway.testing.server import run_in_thread
 
 LOCAL = McpPolicy(allow_http=True, allow_loopback=True)
@@ -51,14 +51,7 @@ class Wire:
         if scope["type"] != "http":
             await self._app(scope, receive, send)
             return
-        messages: list[Message] = []
-        body = b""
-        while scope["method"] == "POST":
-            message = await receive()
-            messages.append(message)
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body, replay = await read_body(receive) if scope["method"] == "POST" else (b"", receive)
         try:
             rpc = json.loads(body).get("method") if body else None
         except (ValueError, AttributeError):
@@ -75,10 +68,6 @@ class Wire:
                     "last_event_id": headers.get("last-event-id"),
                 }
             )
-
-        async def replay() -> Message:
-            return messages.pop(0) if messages else await receive()
-
         await self._app(scope, replay, send)
 
 

@@ -77,6 +77,7 @@ __all__ = [
     "RunningMcpServer",
     "SessionCounter",
     "create_mcp_app",
+    "read_body",
     "start_mcp_server",
 ]
 
@@ -443,25 +444,32 @@ class SessionCounter:
         if scope["method"] != "POST":
             await self._app(scope, receive, send)
             return
-        messages: list[Message] = []
-        body = b""
-        while True:
-            message = await receive()
-            messages.append(message)
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body, replay = await read_body(receive)
         try:
             method = json.loads(body).get("method")
         except (ValueError, AttributeError):
             method = None
         if method in _HANDSHAKES:
             self._bump("handshakes")
-
-        async def replay() -> Message:
-            return messages.pop(0) if messages else await receive()
-
         await self._app(scope, replay, send)
+
+
+async def read_body(receive: Receive) -> tuple[bytes, Receive]:
+    """The whole request body, and a ``receive`` that replays its messages to the app behind
+    (for wrappers that look at a request before passing it on)."""
+    messages: list[Message] = []
+    body = b""
+    while True:
+        message = await receive()
+        messages.append(message)
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+
+    return body, replay
 
 
 def _handshake_only(app: ASGIApp) -> ASGIApp:
@@ -472,14 +480,7 @@ def _handshake_only(app: ASGIApp) -> ASGIApp:
         if scope["type"] != "http" or scope["method"] != "POST":
             await app(scope, receive, send)
             return
-        messages: list[Message] = []
-        body = b""
-        while True:
-            message = await receive()
-            messages.append(message)
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body, replay = await read_body(receive)
         try:
             request = json.loads(body)
         except ValueError:
@@ -496,10 +497,6 @@ def _handshake_only(app: ASGIApp) -> ASGIApp:
             await send({"type": "http.response.start", "status": 200, "headers": headers})
             await send({"type": "http.response.body", "body": answer})
             return
-
-        async def replay() -> Message:
-            return messages.pop(0) if messages else await receive()
-
         await app(scope, replay, send)
 
     return older
