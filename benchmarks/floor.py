@@ -43,12 +43,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -369,6 +371,52 @@ def _cold_env(tree: Path, function: str, upstream_url: str, dynamo: Any) -> dict
     return env
 
 
+class Bytecode:
+    """Bytecode for the cold rows, as the deployed layer ships it (``infra/layers/Makefile``:
+    compiled ahead, without column ranges, unchecked-hash): a ``PYTHONPYCACHEPREFIX`` the spawned
+    interpreters read, so no measured spawn compiles a module from source (this machine sets
+    ``PYTHONDONTWRITEBYTECODE``, so without it every spawn compiled the gateway afresh).
+
+    :meth:`warm` runs a command once, unmeasured, with writing on: every module it imports (the
+    standard library's and the packages' too, since a prefix replaces every ``__pycache__``)
+    lands in the prefix; :meth:`seal` recompiles them as the layer does. Measured runs use
+    :meth:`env`, which still forbids writing."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = prefix
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` reading bytecode from the prefix (and writing none)."""
+        return {**env, "PYTHONPYCACHEPREFIX": str(self.prefix), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def warm(self, env: dict[str, str], run: Callable[[dict[str, str]], object]) -> None:
+        """``run(env')`` once with bytecode written to the prefix (its figures are dropped)."""
+        writing = {k: v for k, v in self.env(env).items() if k != "PYTHONDONTWRITEBYTECODE"}
+        run({**writing, "PYTHONNODEBUGRANGES": "1"})
+
+    def seal(self) -> int:
+        """Recompile every module in the prefix as the layer does; how many there are."""
+        script = (
+            "import py_compile, sys\n"
+            "mode = py_compile.PycInvalidationMode.UNCHECKED_HASH\n"
+            "for line in sys.stdin.read().splitlines():\n"
+            "    source, pyc = line.split('\\t')\n"
+            "    py_compile.compile(source, cfile=pyc, doraise=True, invalidation_mode=mode)\n"
+        )
+        pairs = []
+        tag = f".{sys.implementation.cache_tag}.pyc"
+        for pyc in self.prefix.rglob(f"*{tag}"):
+            name = pyc.name[: -len(tag)] + ".py"
+            source = Path("/") / pyc.relative_to(self.prefix).parent / name
+            if source.is_file():
+                pairs.append(f"{source}\t{pyc}")
+        env = {**os.environ, "PYTHONNODEBUGRANGES": "1"}
+        subprocess.run(
+            [sys.executable, "-c", script], input="\n".join(pairs), text=True, env=env, check=True
+        )
+        return len(pairs)
+
+
 def import_to_ready(env: dict[str, str], module: str, runs: int) -> float:
     values = []
     for _ in range(runs):
@@ -474,12 +522,21 @@ def cold_rows(tree: Path, upstream_url: str, runs: int) -> dict[str, Any]:
 
     dynamo = start_local_dynamodb(table_name="floor")
     out: dict[str, Any] = {}
+    entries = (("streaming", "streaming_app"), ("buffered", "buffered_handler"))
     try:
-        for function, module in (("streaming", "streaming_app"), ("buffered", "buffered_handler")):
-            env = _cold_env(tree, function, upstream_url, dynamo)
-            out[f"{function}_import_ms"] = import_to_ready(env, module, runs)
-        with start_mcp_server("calc") as calc:
+        with start_mcp_server("calc") as calc, tempfile.TemporaryDirectory() as prefix:
+            bytecode = Bytecode(Path(prefix))
+            for function, module in entries:
+                env = _cold_env(tree, function, upstream_url, dynamo)
+                bytecode.warm(env, functools.partial(import_to_ready, module=module, runs=1))
             env = _cold_env(tree, "streaming", upstream_url, dynamo)
+            bytecode.warm(env, lambda e: first_requests(e, calc.url))
+            bytecode.warm(env, lambda e: first_requests(e, calc.url, stored=False))
+            out["bytecode_modules"] = bytecode.seal()
+            for function, module in entries:
+                env = bytecode.env(_cold_env(tree, function, upstream_url, dynamo))
+                out[f"{function}_import_ms"] = import_to_ready(env, module, runs)
+            env = bytecode.env(_cold_env(tree, "streaming", upstream_url, dynamo))
             samples = [first_requests(env, calc.url) for _ in range(runs)]
             unstored = [first_requests(env, calc.url, stored=False) for _ in range(runs)]
         for key in samples[0]:
@@ -587,6 +644,11 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             "MB",
         )
     log("(cold rows: the second column is the second create, not the pass-through)")
+    if cold.get("bytecode_modules"):
+        log(
+            "(cold rows on bytecode compiled ahead, as deployed: "
+            f"{cold['bytecode_modules']} modules)"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
