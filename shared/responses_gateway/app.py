@@ -18,7 +18,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # First, before anything imports httpx: import it without its command-line interface (a
 # cold-start saving; see the module).
@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
+from responses_gateway.adapters.latch import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.api import conversations, prompts, responses, usage, websocket
 from responses_gateway.api.limits import Limits
 from responses_gateway.api.mount import app_routes, fastapi_mounted
@@ -45,11 +45,13 @@ from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
 from responses_gateway.ids import new_id
 from responses_gateway.service import Gateway
-from responses_gateway.sockets.session import SessionLimits
 from responses_gateway.store.base import Store
 from responses_gateway.tenancy import Identity
 from responses_gateway.upstream_http import upstream_http_client
 from responses_gateway.usage.requestlog import UNAUTHENTICATED
+
+if TYPE_CHECKING:
+    from responses_gateway.sockets.session import SessionLimits
 
 __all__ = ["EXCEPTION_HANDLERS", "ROUTE_TABLES", "create_app", "error_response"]
 
