@@ -53,7 +53,14 @@ from responses_gateway.usage.requestlog import UNAUTHENTICATED
 if TYPE_CHECKING:
     from responses_gateway.sockets.session import SessionLimits
 
-__all__ = ["EXCEPTION_HANDLERS", "ROUTE_TABLES", "create_app", "error_response"]
+__all__ = [
+    "CREATE_PATH",
+    "EXCEPTION_HANDLERS",
+    "ROUTE_TABLES",
+    "create_app",
+    "error_response",
+    "preload_create_path",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -183,6 +190,27 @@ ROUTE_TABLES = (
     websocket.routes,
 )
 """The app's routes, in the order they match (the console's come after, loaded on first use)."""
+
+
+CREATE_PATH = (
+    "responses_gateway.api.create",
+    "responses_gateway.adapters.select",
+)
+"""The modules only a create needs (the request models, the loop, the adapters, the sinks, with
+what they import), which the app imports on the first create: the buffered function serves
+none and never imports them."""
+
+
+def preload_create_path() -> None:
+    """Import :data:`CREATE_PATH` now: what a function that serves creates does at init, so its
+    first create does not pay for them."""
+    import importlib
+
+    from responses_gateway.coldstart import import_anyio_backend
+
+    for module in CREATE_PATH:
+        importlib.import_module(module)
+    import_anyio_backend()  # httpcore's locks and connections, Starlette's streaming answer
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:

@@ -3,7 +3,7 @@
 Owns what :func:`responses_gateway.api.responses.create_response` does once it is called: the
 request models, the loop, the adapters and the sinks are imported here, with this module, so a
 function that serves no create (the buffered one) never imports them; the streaming function
-imports it at init (:func:`responses_gateway.coldstart.preload_create_path`). The route, its
+imports it at init (:func:`responses_gateway.app.preload_create_path`). The route, its
 response headers and the other ``/v1/responses`` routes stay in
 :mod:`responses_gateway.api.responses`. Decides nothing the service and the loop decide.
 """
