@@ -123,6 +123,9 @@ class _LedgerOnly:
 
 
 def _serve(role: str, upstream_url: str) -> int:
+    if os.environ.get("FLOOR_PLAIN_ASYNCIO"):  # uvicorn falls back to asyncio and h11
+        sys.modules["uvloop"] = None  # type: ignore[assignment]
+        sys.modules["httptools"] = None  # type: ignore[assignment]
     from responses_gateway.testing.server import run_in_thread
 
     if role == "upstream":
@@ -141,6 +144,17 @@ def _serve(role: str, upstream_url: str) -> int:
     sys.stdin.buffer.read()
     server.stop()
     return 0
+
+
+def _server_stack() -> str:
+    """The event loop and HTTP parser uvicorn picks for this script's servers (``auto``)."""
+    import importlib.util
+
+    if os.environ.get("FLOOR_PLAIN_ASYNCIO"):
+        return "asyncio + h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"{loop} + {http}"
 
 
 class Server(Child):
@@ -463,6 +477,11 @@ def first_requests(env: dict[str, str], mcp_url: str, *, stored: bool = True) ->
             "--log-level",
             "warning",
             "--no-access-log",
+            *(
+                ["--loop", "asyncio", "--http", "h11"]
+                if os.environ.get("FLOOR_PLAIN_ASYNCIO")
+                else []
+            ),
         ],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -555,6 +574,7 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
     lat = results.get("latency", {})
     log(f"machine: {os.cpu_count()} CPUs, load {results['load']}, Python {sys.version.split()[0]}")
     log(f"gateway tree: {results['tree']}")
+    log(f"servers (uvicorn): {results.get('server_stack', '?')}")
     log("")
     log(f"{'row':58} {'gateway':>12} {'pass-through':>13} {'ratio':>7}")
 
@@ -664,12 +684,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--build-dir", type=Path, default=ROOT / ".aws-sam/build")
     parser.add_argument("--skip", default="", help="comma list: latency,cold,stdio,throughput,rss")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--plain-asyncio",
+        action="store_true",
+        help="serve on asyncio + h11 even where uvloop and httptools are installed",
+    )
     args = parser.parse_args(argv)
     if args.serve:
         return _serve(args.serve, args.upstream_url)
     skip = set(filter(None, args.skip.split(",")))
     tree = args.tree.resolve()
     results: dict[str, Any] = {"tree": str(tree), "load": f"{os.getloadavg()[0]:.2f}"}
+    if args.plain_asyncio:
+        os.environ["FLOOR_PLAIN_ASYNCIO"] = "1"  # the servers below inherit it
+    results["server_stack"] = _server_stack()
     log = print
     upstream = Server("upstream", "", None)
     try:
