@@ -24,10 +24,12 @@ one run, interleaved). It reports, it does not assert.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -83,29 +85,44 @@ def measure(trees: list[Path], runs: int) -> dict[str, dict[str, list[tuple[floa
     upstream = run_in_thread(floor._upstream_app())
     calc = start_mcp_server("calc")
     results: dict[str, dict[str, list[tuple[float, float]]]] = {str(t): {} for t in trees}
+    prefix = tempfile.TemporaryDirectory()
     try:
         plans = _plans(calc.url)
+        bytecode = floor.Bytecode(Path(prefix.name))  # as deployed: no spawn compiles a module
+        for tree in trees:
+            env = floor._cold_env(tree, "streaming", upstream.url, dynamo)
+            for plan in plans.values():
+                bytecode.warm(env, functools.partial(_run, plan=plan))
+        bytecode.seal()
         for _ in range(runs):
             for tree in trees:
-                env = floor._cold_env(tree, "streaming", upstream.url, dynamo)
+                env = bytecode.env(floor._cold_env(tree, "streaming", upstream.url, dynamo))
                 for plan in plans.values():
-                    answer = subprocess.run(
-                        [sys.executable, "-c", _CHILD, json.dumps(plan)],
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                        check=False,
-                    )
-                    lines = [x for x in answer.stdout.splitlines() if x.startswith("RESULT ")]
-                    if answer.returncode != 0 or not lines:
-                        raise RuntimeError(answer.stderr[-3000:])
-                    for step, figures in json.loads(lines[-1][7:]).items():
-                        results[str(tree)].setdefault(step, []).append(tuple(figures))
+                    for step, figures in _run(env, plan).items():
+                        results[str(tree)].setdefault(step, []).append(figures)
     finally:
+        prefix.cleanup()
         calc.stop()
         upstream.stop()
         dynamo.stop()
     return results
+
+
+def _run(
+    env: dict[str, str], plan: list[tuple[str, dict[str, Any]]]
+) -> dict[str, tuple[float, float]]:
+    """One fresh interpreter through ``plan``: step -> (wall ms, main-thread CPU ms)."""
+    answer = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(plan)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    lines = [x for x in answer.stdout.splitlines() if x.startswith("RESULT ")]
+    if answer.returncode != 0 or not lines:
+        raise RuntimeError(answer.stderr[-3000:])
+    return {step: tuple(figures) for step, figures in json.loads(lines[-1][7:]).items()}
 
 
 def main(argv: list[str] | None = None) -> int:

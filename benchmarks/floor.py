@@ -43,12 +43,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import json
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -121,6 +123,9 @@ class _LedgerOnly:
 
 
 def _serve(role: str, upstream_url: str) -> int:
+    if os.environ.get("FLOOR_PLAIN_ASYNCIO"):  # uvicorn falls back to asyncio and h11
+        sys.modules["uvloop"] = None  # type: ignore[assignment]
+        sys.modules["httptools"] = None  # type: ignore[assignment]
     from responses_gateway.testing.server import run_in_thread
 
     if role == "upstream":
@@ -139,6 +144,17 @@ def _serve(role: str, upstream_url: str) -> int:
     sys.stdin.buffer.read()
     server.stop()
     return 0
+
+
+def _server_stack() -> str:
+    """The event loop and HTTP parser uvicorn picks for this script's servers (``auto``)."""
+    import importlib.util
+
+    if os.environ.get("FLOOR_PLAIN_ASYNCIO"):
+        return "asyncio + h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    return f"{loop} + {http}"
 
 
 class Server(Child):
@@ -369,6 +385,52 @@ def _cold_env(tree: Path, function: str, upstream_url: str, dynamo: Any) -> dict
     return env
 
 
+class Bytecode:
+    """Bytecode for the cold rows, as the deployed layer ships it (``infra/layers/Makefile``:
+    compiled ahead, without column ranges, unchecked-hash): a ``PYTHONPYCACHEPREFIX`` the spawned
+    interpreters read, so no measured spawn compiles a module from source (this machine sets
+    ``PYTHONDONTWRITEBYTECODE``, so without it every spawn compiled the gateway afresh).
+
+    :meth:`warm` runs a command once, unmeasured, with writing on: every module it imports (the
+    standard library's and the packages' too, since a prefix replaces every ``__pycache__``)
+    lands in the prefix; :meth:`seal` recompiles them as the layer does. Measured runs use
+    :meth:`env`, which still forbids writing."""
+
+    def __init__(self, prefix: Path) -> None:
+        self.prefix = prefix
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        """``env`` reading bytecode from the prefix (and writing none)."""
+        return {**env, "PYTHONPYCACHEPREFIX": str(self.prefix), "PYTHONDONTWRITEBYTECODE": "1"}
+
+    def warm(self, env: dict[str, str], run: Callable[[dict[str, str]], object]) -> None:
+        """``run(env')`` once with bytecode written to the prefix (its figures are dropped)."""
+        writing = {k: v for k, v in self.env(env).items() if k != "PYTHONDONTWRITEBYTECODE"}
+        run({**writing, "PYTHONNODEBUGRANGES": "1"})
+
+    def seal(self) -> int:
+        """Recompile every module in the prefix as the layer does; how many there are."""
+        script = (
+            "import py_compile, sys\n"
+            "mode = py_compile.PycInvalidationMode.UNCHECKED_HASH\n"
+            "for line in sys.stdin.read().splitlines():\n"
+            "    source, pyc = line.split('\\t')\n"
+            "    py_compile.compile(source, cfile=pyc, doraise=True, invalidation_mode=mode)\n"
+        )
+        pairs = []
+        tag = f".{sys.implementation.cache_tag}.pyc"
+        for pyc in self.prefix.rglob(f"*{tag}"):
+            name = pyc.name[: -len(tag)] + ".py"
+            source = Path("/") / pyc.relative_to(self.prefix).parent / name
+            if source.is_file():
+                pairs.append(f"{source}\t{pyc}")
+        env = {**os.environ, "PYTHONNODEBUGRANGES": "1"}
+        subprocess.run(
+            [sys.executable, "-c", script], input="\n".join(pairs), text=True, env=env, check=True
+        )
+        return len(pairs)
+
+
 def import_to_ready(env: dict[str, str], module: str, runs: int) -> float:
     values = []
     for _ in range(runs):
@@ -415,6 +477,11 @@ def first_requests(env: dict[str, str], mcp_url: str, *, stored: bool = True) ->
             "--log-level",
             "warning",
             "--no-access-log",
+            *(
+                ["--loop", "asyncio", "--http", "h11"]
+                if os.environ.get("FLOOR_PLAIN_ASYNCIO")
+                else []
+            ),
         ],
         env=env,
         stdout=subprocess.DEVNULL,
@@ -474,12 +541,21 @@ def cold_rows(tree: Path, upstream_url: str, runs: int) -> dict[str, Any]:
 
     dynamo = start_local_dynamodb(table_name="floor")
     out: dict[str, Any] = {}
+    entries = (("streaming", "streaming_app"), ("buffered", "buffered_handler"))
     try:
-        for function, module in (("streaming", "streaming_app"), ("buffered", "buffered_handler")):
-            env = _cold_env(tree, function, upstream_url, dynamo)
-            out[f"{function}_import_ms"] = import_to_ready(env, module, runs)
-        with start_mcp_server("calc") as calc:
+        with start_mcp_server("calc") as calc, tempfile.TemporaryDirectory() as prefix:
+            bytecode = Bytecode(Path(prefix))
+            for function, module in entries:
+                env = _cold_env(tree, function, upstream_url, dynamo)
+                bytecode.warm(env, functools.partial(import_to_ready, module=module, runs=1))
             env = _cold_env(tree, "streaming", upstream_url, dynamo)
+            bytecode.warm(env, lambda e: first_requests(e, calc.url))
+            bytecode.warm(env, lambda e: first_requests(e, calc.url, stored=False))
+            out["bytecode_modules"] = bytecode.seal()
+            for function, module in entries:
+                env = bytecode.env(_cold_env(tree, function, upstream_url, dynamo))
+                out[f"{function}_import_ms"] = import_to_ready(env, module, runs)
+            env = bytecode.env(_cold_env(tree, "streaming", upstream_url, dynamo))
             samples = [first_requests(env, calc.url) for _ in range(runs)]
             unstored = [first_requests(env, calc.url, stored=False) for _ in range(runs)]
         for key in samples[0]:
@@ -498,6 +574,7 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
     lat = results.get("latency", {})
     log(f"machine: {os.cpu_count()} CPUs, load {results['load']}, Python {sys.version.split()[0]}")
     log(f"gateway tree: {results['tree']}")
+    log(f"servers (uvicorn): {results.get('server_stack', '?')}")
     log("")
     log(f"{'row':58} {'gateway':>12} {'pass-through':>13} {'ratio':>7}")
 
@@ -587,6 +664,11 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             "MB",
         )
     log("(cold rows: the second column is the second create, not the pass-through)")
+    if cold.get("bytecode_modules"):
+        log(
+            "(cold rows on bytecode compiled ahead, as deployed: "
+            f"{cold['bytecode_modules']} modules)"
+        )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -602,12 +684,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--build-dir", type=Path, default=ROOT / ".aws-sam/build")
     parser.add_argument("--skip", default="", help="comma list: latency,cold,stdio,throughput,rss")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--plain-asyncio",
+        action="store_true",
+        help="serve on asyncio + h11 even where uvloop and httptools are installed",
+    )
     args = parser.parse_args(argv)
     if args.serve:
         return _serve(args.serve, args.upstream_url)
     skip = set(filter(None, args.skip.split(",")))
     tree = args.tree.resolve()
     results: dict[str, Any] = {"tree": str(tree), "load": f"{os.getloadavg()[0]:.2f}"}
+    if args.plain_asyncio:
+        os.environ["FLOOR_PLAIN_ASYNCIO"] = "1"  # the servers below inherit it
+    results["server_stack"] = _server_stack()
     log = print
     upstream = Server("upstream", "", None)
     try:

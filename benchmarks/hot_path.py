@@ -4,7 +4,7 @@ The gateway app (``create_app``, the ``responses`` wire, ``store: false``, floor
 store) is called as an ASGI app, with the body already received; its upstream is an
 ``httpx.MockTransport`` replaying the fixed-content upstream's recorded answers (floor.py's
 ``short``, 7 deltas, and ``long``, 300 deltas), one chunk per SSE event as uvicorn sends them. So
-the figures are the gateway's Python work (FastAPI's routing and middleware, validation, the
+the figures are the gateway's Python work (Starlette's middleware and routing, validation, the
 loop, the adapter's parsing, the sink, httpx's client-side request handling) without h11, the
 sockets or the upstream, which floor.py measures around it.
 

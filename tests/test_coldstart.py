@@ -179,6 +179,154 @@ def test_stored_creates_import_no_botocore(stored_probe: dict[str, Any]) -> None
     assert not {m for m in loaded if m.split(".")[0] in NEVER_ON_THE_DYNAMODB_PATH}
 
 
+CREATE_ONLY = {
+    "pydantic",  # the request and item models' library: nothing else validates with it
+    "responses_gateway.protocol.request",
+    "responses_gateway.protocol.items",
+    "responses_gateway.loop.driver",
+    "responses_gateway.adapters.select",
+    "responses_gateway.adapters.chat_completions",
+    "responses_gateway.adapters.responses_api",
+    "responses_gateway.adapters.harmony",
+    "responses_gateway.api.create",
+    "responses_gateway.api.streaming",
+    "responses_gateway.sockets.session",
+}
+"""What only a create needs: the buffered function (no create among its routes) never imports it
+at init nor on its reads."""
+
+CREATE_PATH_AT_INIT = {
+    "responses_gateway.api.create",
+    "responses_gateway.adapters.select",
+    "responses_gateway.protocol.request",
+    "responses_gateway.loop.driver",
+    "responses_gateway.sinks.sse",
+    "anyio._backends._asyncio",  # httpcore's locks, Starlette's streaming answer
+    "anyio._core._sockets",  # httpcore's connections
+}
+"""What a function serving creates imports at init, so its first create does not."""
+
+FIRST_CREATE_MAY_IMPORT = "responses_gateway.store."
+"""All a first create of such a function imports that the gateway owns: the DynamoDB store, built
+on first use (on the prefetch thread the first request starts)."""
+
+_LAMBDA_PROBE = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    from responses_gateway.observability import NullTelemetry, lambda_app
+
+    kind = sys.argv[1]
+    app = lambda_app(kind, telemetry=NullTelemetry())
+    report = {"at_init": sorted(sys.modules)}
+    import httpx
+
+    async def main():
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://fn") as client:
+            async def send(method, path, expected, body=None):
+                answer = await client.request(method, path, json=body)
+                assert answer.status_code == expected, answer.text
+                return answer.json()
+
+            if kind == "buffered":
+                await send("GET", "/v1/responses/resp_missing", 404)
+                await send("DELETE", "/v1/responses/resp_missing", 404)
+                await send("GET", "/v1/responses/resp_missing/input_items", 404)
+                await send("GET", "/v1/conversations/conv_missing", 404)
+                conversation = await send("POST", "/v1/conversations", 200, {})
+                await send("GET", f"/v1/conversations/{conversation['id']}/items", 200)
+                report["after_reads"] = sorted(sys.modules)
+                items = [{"role": "user", "content": "Hi"}]
+                await send("POST", "/v1/conversations", 200, {"items": items})
+                report["after_items"] = sorted(sys.modules)
+            else:
+                for stream in (False, True):
+                    body = {"model": "m", "input": "Hi", "store": False, "stream": stream}
+                    answer = await client.post("/v1/responses", json=body)
+                    assert answer.status_code == 200, answer.text
+                report["after_creates"] = sorted(sys.modules)
+
+    asyncio.run(main())
+    print(json.dumps(report))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def lambda_probe() -> Iterator[dict[str, dict[str, Any]]]:
+    """What fresh interpreters held after building the buffered and the streaming functions'
+    app (``lambda_app``, DynamoDB on moto, a scripted chat upstream: both in this process, so
+    the probes' modules are the functions' own), then after their requests."""
+    from responses_gateway.store.local import start_local_dynamodb
+    from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+    from responses_gateway.testing.script import ScriptedUpstream, Turn
+    from responses_gateway.testing.server import run_in_thread
+
+    local = start_local_dynamodb(table_name="coldstart-lambda")
+    upstream = ScriptedUpstream(demo=False)
+    reports: dict[str, dict[str, Any]] = {}
+    try:
+        with run_in_thread(create_fake_upstream_app(upstream)) as model:
+            env = {
+                **os.environ,
+                "DYNAMODB_TABLE": local.table_name,
+                "DYNAMODB_ENDPOINT_URL": local.endpoint_url,
+                "AWS_REGION": local.region,
+                "AWS_ACCESS_KEY_ID": "local",
+                "AWS_SECRET_ACCESS_KEY": "local",
+                "UPSTREAM_BASE_URL": f"{model.url}/v1",
+                "UPSTREAM_API": "chat",
+                "BACKGROUND_STATE_MACHINE_ARN": STATE_MACHINE,
+            }
+            for kind in ("buffered", "streaming"):
+                if kind == "streaming":
+                    upstream.push(Turn(text="Hello"), Turn(text="Hello"))
+                result = subprocess.run(
+                    [sys.executable, "-c", _LAMBDA_PROBE, kind],
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                    timeout=120,
+                    env=env,
+                )
+                assert result.returncode == 0, result.stderr[-3000:]
+                reports[kind] = json.loads(result.stdout.splitlines()[-1])
+    finally:
+        local.stop()
+    yield reports
+
+
+def test_the_buffered_function_imports_no_create_path(
+    lambda_probe: dict[str, dict[str, Any]],
+) -> None:
+    report = lambda_probe["buffered"]
+
+    assert not CREATE_ONLY & set(report["at_init"]), sorted(CREATE_ONLY & set(report["at_init"]))
+    assert "pydantic_core" not in report["at_init"]  # JSON bodies are parsed with it: on the first
+    assert not CREATE_ONLY & set(report["after_reads"])
+    assert not NEVER_AT_INIT & set(report["at_init"])
+    # items are validated as a create's input: the request models load on that first use
+    assert "responses_gateway.protocol.request" in report["after_items"]
+
+
+def test_a_function_serving_creates_imports_the_create_path_at_init(
+    lambda_probe: dict[str, dict[str, Any]],
+) -> None:
+    report = lambda_probe["streaming"]
+    at_init = set(report["at_init"])
+    first_creates = set(report["after_creates"]) - at_init
+    owned = ("responses_gateway", "anyio", "starlette", "httpx", "httpcore", "h11", "pydantic")
+
+    assert at_init >= CREATE_PATH_AT_INIT, sorted(CREATE_PATH_AT_INIT - at_init)
+    assert not NEVER_AT_INIT & at_init
+    assert {
+        module
+        for module in first_creates
+        if module.split(".")[0] in owned and not module.startswith(FIRST_CREATE_MAY_IMPORT)
+    } == set()
+    assert "responses_gateway.store.dynamo" in first_creates  # the probe did reach the store
+
+
 def test_building_the_app_imports_no_heavy_module(probe: dict[str, Any]) -> None:
     loaded = set(probe["at_init"])
 

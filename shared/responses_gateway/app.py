@@ -18,7 +18,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # First, before anything imports httpx: import it without its command-line interface (a
 # cold-start saving; see the module).
@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch
+from responses_gateway.adapters.latch import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.api import conversations, prompts, responses, usage, websocket
 from responses_gateway.api.limits import Limits
 from responses_gateway.api.mount import app_routes, fastapi_mounted
@@ -45,13 +45,22 @@ from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, InternalError
 from responses_gateway.ids import new_id
 from responses_gateway.service import Gateway
-from responses_gateway.sockets.session import SessionLimits
 from responses_gateway.store.base import Store
 from responses_gateway.tenancy import Identity
 from responses_gateway.upstream_http import upstream_http_client
 from responses_gateway.usage.requestlog import UNAUTHENTICATED
 
-__all__ = ["EXCEPTION_HANDLERS", "ROUTE_TABLES", "create_app", "error_response"]
+if TYPE_CHECKING:
+    from responses_gateway.sockets.session import SessionLimits
+
+__all__ = [
+    "CREATE_PATH",
+    "EXCEPTION_HANDLERS",
+    "ROUTE_TABLES",
+    "create_app",
+    "error_response",
+    "preload_create_path",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -181,6 +190,27 @@ ROUTE_TABLES = (
     websocket.routes,
 )
 """The app's routes, in the order they match (the console's come after, loaded on first use)."""
+
+
+CREATE_PATH = (
+    "responses_gateway.api.create",
+    "responses_gateway.adapters.select",
+)
+"""The modules only a create needs (the request models, the loop, the adapters, the sinks, with
+what they import), which the app imports on the first create: the buffered function serves
+none and never imports them."""
+
+
+def preload_create_path() -> None:
+    """Import :data:`CREATE_PATH` now: what a function that serves creates does at init, so its
+    first create does not pay for them."""
+    import importlib
+
+    from responses_gateway.coldstart import import_anyio_backend
+
+    for module in CREATE_PATH:
+        importlib.import_module(module)
+    import_anyio_backend()  # httpcore's locks and connections, Starlette's streaming answer
 
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:

@@ -840,24 +840,27 @@ def lambda_app(
     """The gateway app as a deployed function serves it, built from ``env`` (default: the process
     environment). Fails fast (at init) on a bad configuration.
 
-    The functions that run the loop (streaming, worker) read the sealing keys here too
-    (``GATEWAY_SEALING_KEYS_SECRET``, see :mod:`responses_gateway.sealing`).
+    The functions that run the loop (streaming, worker, socket) read the sealing keys here too
+    (``GATEWAY_SEALING_KEYS_SECRET``, see :mod:`responses_gateway.sealing`) and import the
+    create path (:func:`~responses_gateway.app.preload_create_path`), so their first create
+    does not; the buffered function serves no create and never imports it.
 
     Raises:
         ConfigError: no upstream, no ``DYNAMODB_TABLE`` or an unreadable upstream key.
         TenancyConfigError: malformed ``GATEWAY_API_KEYS``.
         SealingConfigError: unreadable or malformed sealing keys.
     """
-    from responses_gateway.app import create_app
+    from responses_gateway.app import create_app, preload_create_path
 
     env = dict(os.environ if env is None else env)
     policy = TenancyPolicy.from_env(env)
     telemetry = make_telemetry(function) if telemetry is None else telemetry
     config = load_lambda_config(env)
-    if function != "buffered":
+    if function != "buffered":  # it serves no create: the create path stays unimported
         from responses_gateway.sealing import configure
 
         configure(env)
+        preload_create_path()
     store = LazyStore(_store_factory(env))
     client = None if isinstance(telemetry, NullTelemetry) else upstream_client(telemetry)
     app = create_app(config, cast("Store", store), client=client)

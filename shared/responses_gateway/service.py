@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from responses_gateway.adapters.base import Adapter
-from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_adapter
+from responses_gateway.adapters.latch import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.background.launcher import Launcher
 from responses_gateway.background.log import LogNotifier
 from responses_gateway.background.records import UNFINISHED, current_response
@@ -38,7 +38,6 @@ from responses_gateway.errors import (
 )
 from responses_gateway.ids import new_id
 from responses_gateway.loop.compaction import expand_compactions, from_last_compaction
-from responses_gateway.loop.driver import LoopContext, decide_start
 from responses_gateway.loop.events import Sink
 from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
@@ -62,14 +61,6 @@ from responses_gateway.protocol.contract import (
     check_request,
     checked_fields,
 )
-from responses_gateway.protocol.request import (
-    CreateResponseRequest,
-    McpTool,
-    PromptRef,
-    echo_fields,
-    parse_create_request,
-    request_input,
-)
 from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 from responses_gateway.usage.budget import BudgetGuard
@@ -84,7 +75,13 @@ from responses_gateway.usage.requestlog import (
 logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
+    from responses_gateway.loop.driver import LoopContext
+    from responses_gateway.protocol.request import CreateResponseRequest
     from responses_gateway.sockets.memory import ConnectionMemory
+
+# The create path's heavier modules (the request models, the loop's driver, the adapters) are
+# imported where a create first needs them: the buffered function, which serves no create,
+# never imports them (the streaming function imports them at init: ``coldstart``).
 
 __all__ = ["Context", "Gateway", "PreparedRun", "previous_not_found"]
 
@@ -187,6 +184,8 @@ def _conversation_id(value: Any) -> str | None:
 
 
 def _carries_secrets(request: CreateResponseRequest) -> bool:
+    from responses_gateway.protocol.request import McpTool
+
     return any(
         isinstance(tool, McpTool) and (tool.headers or tool.authorization)
         for tool in request.tools or []
@@ -273,6 +272,8 @@ class Gateway:
         keeps one per deployment)."""
         entry = self._adapters.get(id(provider))
         if entry is None or entry[0] is not provider:
+            from responses_gateway.adapters.select import make_adapter
+
             entry = self._adapters[id(provider)] = (
                 provider,
                 make_adapter(provider, self.client, self.latch),
@@ -316,6 +317,8 @@ class Gateway:
         self, tools: list[Any], context: list[dict[str, Any]], sessions: RunMcpSessions
     ) -> ToolRegistry:
         """The request's gateway tools; the MCP machinery is imported only when it has some."""
+        from responses_gateway.protocol.request import McpTool
+
         if not any(isinstance(t, McpTool) for t in tools):
             return NO_GATEWAY_TOOLS
         from responses_gateway.gateway_tools import McpToolRegistry
@@ -341,6 +344,9 @@ class Gateway:
         """The live context of a loop continued from a checkpoint (``state`` and its ``run``):
         the adapter for its model, its MCP tools (listings already in its output or context are
         reused) and, unless given, the persister of its record."""
+        from responses_gateway.loop.driver import LoopContext
+        from responses_gateway.protocol.request import parse_create_request
+
         provider, upstream_model = self.config.route(state.model)
         tools: list[Any] = []
         if run.get("mcp_tools"):
@@ -545,6 +551,15 @@ class Gateway:
             GatewayError: bad input, unknown model, or a context that does not exist.
             QuotaExceededError: the tenant's budget is spent (nothing was sent upstream).
         """
+        from responses_gateway.loop.driver import LoopContext, decide_start
+        from responses_gateway.protocol.request import (
+            CreateResponseRequest,
+            McpTool,
+            echo_fields,
+            parse_create_request,
+            request_input,
+        )
+
         started_ms = int(time.time() * 1000)
         request = body if isinstance(body, CreateResponseRequest) else parse_create_request(body)
         _reject_unsupported(request)
@@ -819,6 +834,8 @@ def _rememberer(
 def _with_prompt(request: CreateResponseRequest, resolved: ResolvedPrompt) -> CreateResponseRequest:
     """The request with the template's instructions (the request's own win) and the resolved
     ``prompt`` echo (id, the version used, the variables)."""
+    from responses_gateway.protocol.request import PromptRef
+
     update: dict[str, Any] = {"prompt": PromptRef.model_validate(resolved.echo)}
     if request.instructions is None and resolved.instructions is not None:
         update["instructions"] = resolved.instructions

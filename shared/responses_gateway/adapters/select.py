@@ -12,7 +12,6 @@ It decides nothing about the loop; the adapters it builds only call the model.
 
 from __future__ import annotations
 
-import threading
 from typing import Literal
 
 import httpx
@@ -20,6 +19,7 @@ import httpx
 from responses_gateway.adapters.base import Adapter, ModelCall
 from responses_gateway.adapters.chat_completions import ChatCompletionsAdapter, ChatOptions
 from responses_gateway.adapters.harmony import HarmonyAdapter
+from responses_gateway.adapters.latch import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.adapters.responses_api import ResponsesAdapter
 from responses_gateway.config import Provider
 from responses_gateway.errors import UpstreamError, UpstreamStatusError
@@ -27,6 +27,7 @@ from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import TurnResult
 
 __all__ = [
+    "PROCESS_LATCH",
     "AutoAdapter",
     "RedactingAdapter",
     "UpgradeLatch",
@@ -62,29 +63,6 @@ def asks_for_responses_api(error: UpstreamStatusError) -> bool:
         return False
     text = f"{error.message} {error.code or ''} {error.body}".lower()
     return any(marker in text for marker in _MARKERS)
-
-
-class UpgradeLatch:
-    """Providers (by base URL) upgraded from Chat Completions to Responses in this process."""
-
-    def __init__(self) -> None:
-        self._upgraded: set[str] = set()
-        self._lock = threading.Lock()
-
-    def is_upgraded(self, base_url: str) -> bool:
-        return base_url in self._upgraded
-
-    def upgrade(self, base_url: str) -> None:
-        with self._lock:
-            self._upgraded.add(base_url)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._upgraded.clear()
-
-
-PROCESS_LATCH = UpgradeLatch()
-"""The process-wide latch. It holds provider URLs only, never tenant data."""
 
 
 class AutoAdapter:

@@ -22,9 +22,7 @@ from responses_gateway.api.responses import read_include
 from responses_gateway.api.routes import RouteTable
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.ids import new_id
-from responses_gateway.loop.prepared import prepare_input
 from responses_gateway.protocol.contract import include_gated
-from responses_gateway.protocol.request import parse_create_request, request_input
 from responses_gateway.service import conversation_not_found
 from responses_gateway.store.base import Conversation
 
@@ -100,6 +98,9 @@ def _items(value: Any) -> list[dict[str, Any]]:
             param="items",
             code="array_above_max_length",
         )
+    from responses_gateway.loop.prepared import prepare_input  # a create's: on first use
+    from responses_gateway.protocol.request import parse_create_request, request_input
+
     try:  # the same item rules as a response's input
         parsed = parse_create_request({"model": "-", "input": value})
     except InvalidRequestError as error:

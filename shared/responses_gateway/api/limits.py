@@ -36,7 +36,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import pydantic_core
 from starlette.requests import Request
 
 from responses_gateway.errors import InvalidRequestError, PayloadTooLargeError
@@ -234,8 +233,11 @@ def load_json(body: bytes, limits: Limits) -> Any:
     Raises:
         InvalidRequestError: not JSON (OpenAI's ``invalid_json``), or a structural breach.
     """
+    from pydantic_core import from_json  # imported on the first body (the buffered function's
+    # reads have none; the functions serving creates have it from pydantic at init)
+
     try:
-        value = pydantic_core.from_json(body)
+        value = from_json(body)
     except ValueError as exc:
         if _JSON_RECURSION in str(exc):
             raise _too_deep(None, limits.max_json_depth) from None

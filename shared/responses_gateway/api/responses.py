@@ -1,7 +1,9 @@
 """Routes of ``/v1/responses``: create, retrieve, delete, input items, input tokens, compact.
 
 Owns request parsing and response shapes of these routes. Creating runs the shared loop through
-:mod:`responses_gateway.api.streaming`; everything else reads or deletes stored records.
+:mod:`responses_gateway.api.create` (imported on the first create: the buffered function serves
+none) and :mod:`responses_gateway.api.streaming`; everything else reads or deletes stored
+records.
 """
 
 from __future__ import annotations
@@ -11,24 +13,13 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from responses_gateway.api.deps import (
-    gateway_of,
-    identity_of,
-    list_object,
-    page_params,
-    tenant_of,
-    timing_of,
-)
-from responses_gateway.api.limits import limits_of, off_loop_if_large, read_json
+from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
+from responses_gateway.api.limits import read_json
 from responses_gateway.api.routes import RouteTable
-from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.records import current_response
-from responses_gateway.background.runs import cancel_run, end_if_lost, start_background
+from responses_gateway.background.runs import cancel_run, end_if_lost
 from responses_gateway.errors import InvalidRequestError, NotFoundError
-from responses_gateway.loop import render_response
 from responses_gateway.protocol.contract import include_gated
-from responses_gateway.protocol.request import parse_create_request
-from responses_gateway.service import PreparedRun
 from responses_gateway.store.base import StoredResponse
 from responses_gateway.tool_kinds import shown
 
@@ -57,36 +48,9 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
 
 @routes.post("")
 async def create_response(request: Request) -> Response:
-    gateway = gateway_of(request)
-    identity = identity_of(request)  # authenticate before reading the body
-    data, size = await read_json(request)
-    request.state.create_body = data  # a refusal's request-log record reads model and ids
-    parsed = await off_loop_if_large(size, parse_create_request, data)
-    run = await gateway.prepare(
-        parsed, identity.tenant, api_key_id=identity.api_key_id, client_headers=request.headers
-    )
-    request.state.prepared = True  # from here on the loop's ending writes the record
-    timing = timing_of(request)
-    if run.background:
-        queued = await start_background(gateway, run)
-        if run.stream:
-            return _signal_omitted(
-                stream_log(gateway, run.tenant, run.state.response_id, -1, timing), run
-            )
-        return _signal_omitted(JSONResponse(queued), run)
-    if run.stream:
-        return _signal_omitted(await run_streamed(run, gateway, timing, limits_of(request)), run)
-    await gateway.record_started(run)  # visible to GET as in_progress while it runs
-    outcome = await run_buffered(run, request, gateway, timing)
-    if outcome is False:
-        return Response(status_code=499)  # the client is gone; nobody reads this
-    if isinstance(outcome, dict):  # handed over to the background worker
-        return _signal_omitted(JSONResponse(outcome), run)
-    if run.ctx.failure is not None:
-        if run.state.tool_calls_executed:  # side effects happened: a blind retry would repeat them
-            run.ctx.failure.headers["x-should-retry"] = "false"
-        raise run.ctx.failure
-    return _signal_omitted(JSONResponse(render_response(run.state)), run)
+    from responses_gateway.api.create import create  # the create path: on first use
+
+    return await create(request)
 
 
 OMITTED_TOOLS_HEADER = "x-gateway-omitted-tools"
@@ -101,16 +65,6 @@ docs/contract.md."""
 DEPLOYMENT_HEADER = "x-gateway-deployment"
 """Routed models: the deployments that answered the model calls so far (comma-separated, in
 order; a stream names those before its first output); see docs/routing.md."""
-
-
-def _signal_omitted(response: Response, run: PreparedRun) -> Response:
-    if run.ctx.deployments:
-        response.headers[DEPLOYMENT_HEADER] = ",".join(run.ctx.deployments)
-    if run.omitted_tools:
-        response.headers[OMITTED_TOOLS_HEADER] = ",".join(run.omitted_tools)
-    if run.omitted_fields:
-        response.headers[OMITTED_FIELDS_HEADER] = ",".join(run.omitted_fields)
-    return response
 
 
 @routes.post("/input_tokens")
@@ -192,6 +146,8 @@ async def retrieve_response(request: Request, response_id: str) -> Any:
             param="stream",
             code="invalid_value",
         )
+    from responses_gateway.api.streaming import stream_log
+
     return stream_log(gateway, record.tenant, record.id, after, timing_of(request))
 
 

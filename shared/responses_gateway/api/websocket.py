@@ -19,7 +19,6 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from responses_gateway.api.deps import gateway_of, identity_of
 from responses_gateway.api.routes import RouteTable
 from responses_gateway.errors import GatewayError
-from responses_gateway.sockets.session import Session, SessionLimits
 
 __all__ = ["router", "routes", "session_limits"]
 
@@ -28,6 +27,8 @@ __getattr__ = routes.module_getattr(__name__)
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
+
+    from responses_gateway.sockets.session import Session, SessionLimits
 
     router: APIRouter
     """This route as a FastAPI router (built on first access)."""
@@ -38,6 +39,8 @@ _CLOSE_POLICY = 1008
 
 def session_limits(websocket: WebSocket) -> SessionLimits:
     """The app's limits (``app.state.socket_limits``), else the environment's."""
+    from responses_gateway.sockets.session import SessionLimits  # the loop's: on first use
+
     limits = getattr(websocket.app.state, "socket_limits", None)
     return limits if isinstance(limits, SessionLimits) else SessionLimits.from_env()
 
@@ -75,6 +78,8 @@ async def responses_socket(websocket: WebSocket) -> None:
     except GatewayError as error:
         await _refuse(websocket, error)
         return
+    from responses_gateway.sockets.session import Session
+
     await websocket.accept()
     limits = session_limits(websocket)
     outbox: asyncio.Queue[bytes | None] = asyncio.Queue()

@@ -8,29 +8,35 @@ model call. Adapters (``responses_gateway.adapters``) call the model; sinks
 (``responses_gateway.sinks``) translate loop events to wire events; only the driver decides.
 """
 
-from responses_gateway.loop.driver import (
-    LoopContext,
-    decide_after_call_llm,
-    decide_after_compact,
-    decide_after_execute_tools,
-    decide_before_call_llm,
-    run_loop,
-    step,
-)
-from responses_gateway.loop.events import LoopEvent, NullSink, Sink
-from responses_gateway.loop.prepared import PreparedInput, prepare_input
-from responses_gateway.loop.render import render_response
-from responses_gateway.loop.state import (
-    CallLlm,
-    Compact,
-    ExecuteTools,
-    Finish,
-    InterruptForApproval,
-    LoopState,
-    NextAction,
-    Truncate,
-)
-from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from responses_gateway.loop.driver import (
+        LoopContext,
+        decide_after_call_llm,
+        decide_after_compact,
+        decide_after_execute_tools,
+        decide_before_call_llm,
+        run_loop,
+        step,
+    )
+    from responses_gateway.loop.events import LoopEvent, NullSink, Sink
+    from responses_gateway.loop.prepared import PreparedInput, prepare_input
+    from responses_gateway.loop.render import render_response
+    from responses_gateway.loop.state import (
+        CallLlm,
+        Compact,
+        ExecuteTools,
+        Finish,
+        InterruptForApproval,
+        LoopState,
+        NextAction,
+        Truncate,
+    )
+    from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, ToolRegistry
 
 __all__ = [
     "NO_GATEWAY_TOOLS",
@@ -57,3 +63,40 @@ __all__ = [
     "run_loop",
     "step",
 ]
+
+_LAZY: dict[str, str] = {
+    "LoopContext": "driver",
+    "decide_after_call_llm": "driver",
+    "decide_after_compact": "driver",
+    "decide_after_execute_tools": "driver",
+    "decide_before_call_llm": "driver",
+    "run_loop": "driver",
+    "step": "driver",
+    "LoopEvent": "events",
+    "NullSink": "events",
+    "Sink": "events",
+    "PreparedInput": "prepared",
+    "prepare_input": "prepared",
+    "render_response": "render",
+    "CallLlm": "state",
+    "Compact": "state",
+    "ExecuteTools": "state",
+    "Finish": "state",
+    "InterruptForApproval": "state",
+    "LoopState": "state",
+    "NextAction": "state",
+    "Truncate": "state",
+    "NO_GATEWAY_TOOLS": "tools",
+    "ToolRegistry": "tools",
+}
+"""Where each name lives, imported on first use: importing one submodule (the events, the state)
+does not import the driver and everything it needs (the buffered function never runs a loop)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups find it without this call
+    return value
