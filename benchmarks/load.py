@@ -65,13 +65,13 @@ def _gateway_app(upstream_url: str) -> Any:
 
     from responses_gateway.app import create_app
     from responses_gateway.config import parse_config
-    from responses_gateway.store.dynamo import open_store
+    from responses_gateway.store.select import open_store
 
     config = parse_config(
         {"providers": [{"name": "demo", "base_url": upstream_url, "api": "chat", "default": True}]}
     )
-    store, _local = open_store({})
-    app = create_app(config, store)
+    opened = open_store({"GATEWAY_STORE": "moto"})
+    app = create_app(config, opened.store)
     lags: list[float] = []
     sampler: list[asyncio.Task[None]] = []
 

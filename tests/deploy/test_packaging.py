@@ -47,7 +47,11 @@ def test_layer_pins_are_exact_and_admitted_by_pyproject() -> None:
         (pin,) = pins[name].specifier
         assert pin.operator == "=="
         assert requirement.specifier.contains(pin.version), (name, pin.version)
-    assert {"mangum", "aws-lambda-powertools"} <= set(pins)
+    for raw in project["optional-dependencies"]["lambda"]:
+        requirement = Requirement(raw)
+        (pin,) = pins[requirement.name.lower()].specifier
+        assert requirement.specifier.contains(pin.version), (requirement.name, pin.version)
+    assert {"mangum", "aws-lambda-powertools", "uvloop", "httptools"} <= set(pins)
     assert not {"moto", "openai", "aws-xray-sdk"} & set(pins)
 
 
