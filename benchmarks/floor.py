@@ -24,6 +24,8 @@ Rows (medians; ratios to the pass-through of the same run):
   the second one (what the first MCP request pays for importing and connecting);
 - MCP stdio per operation: (create with list + call + 2 model calls - 2 plain creates) / 2, the
   run's MCP cost shared by its two operations (one process per run since the sessions are reused);
+  and the same for the server configured again with ``shared = true`` (one process for the
+  gateway process, started by a warm-up create);
 - artifact size per function (from ``--build-dir`` when ``sam build`` made one);
 - throughput (requests per second) at 16 and 64 concurrent clients, non-streaming and
   streaming, gateway against pass-through;
@@ -68,6 +70,7 @@ SHORT_TEXT = "Hello! How can I help you today?"
 DELTAS = 300
 LONG_TEXT = " ".join(f"w{i:03d}" for i in range(DELTAS))
 TIME_TOOL: dict[str, Any] = {"type": "mcp", "server_label": "time", "require_approval": "never"}
+SHARED_TIME_TOOL: dict[str, Any] = {**TIME_TOOL, "server_label": "time_shared"}
 CALC_LABEL = "calc"
 
 
@@ -80,16 +83,19 @@ def _upstream_app() -> Any:
 
     short, long = Turn(text=SHORT_TEXT), Turn(text=LONG_TEXT)
     call = Turn(tool_calls=[ToolCall("time__get_current_time", '{"timezone":"UTC"}', "c1")])
+    shared_call = Turn(
+        tool_calls=[ToolCall("time_shared__get_current_time", '{"timezone":"UTC"}', "c1")]
+    )
 
     class FixedUpstream(ScriptedUpstream):
         def next_turn(self, body: dict[str, Any], wire: Wire) -> Turn | None:
             model = str(body.get("model"))
             if model == "long":
                 return long
-            if model == "tool":
+            if model in ("tool", "tool_shared"):
                 text = json.dumps(body)
                 answered = '"role": "tool"' in text or "function_call_output" in text
-                return short if answered else call
+                return short if answered else call if model == "tool" else shared_call
             return short
 
         def record(self, method: str, path: str, headers: Any, body: Any, **_: Any) -> Any:
@@ -106,7 +112,13 @@ def gateway_config(upstream_url: str) -> dict[str, Any]:
                 "server_label": "time",
                 "command": sys.executable,
                 "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
-            }
+            },
+            {
+                "server_label": "time_shared",
+                "command": sys.executable,
+                "args": ["-m", "mcp_server_time", "--local-timezone", "UTC"],
+                "shared": True,
+            },
         ],
     }
 
@@ -136,9 +148,12 @@ def _serve(role: str, upstream_url: str) -> int:
         app = passthrough_app(upstream_url)
     else:
         from responses_gateway.app import create_app
-        from responses_gateway.config import parse_config
+        from responses_gateway.config import OperatorMcpServer, parse_config
 
-        app = create_app(parse_config(gateway_config(upstream_url), {}), _LedgerOnly())  # type: ignore[arg-type]
+        raw = gateway_config(upstream_url)
+        if "shared" not in OperatorMcpServer.__dataclass_fields__:  # a --tree from before them
+            raw["mcp_servers"] = [s for s in raw["mcp_servers"] if not s.get("shared")]
+        app = create_app(parse_config(raw, {}), _LedgerOnly())  # type: ignore[arg-type]
     server = run_in_thread(app, log_level="warning")
     print(f"PORT {server.port}", flush=True)
     sys.stdin.buffer.read()
@@ -337,13 +352,26 @@ def stdio_rows(gateway_url: str, iterations: int) -> dict[str, float]:
 
     with httpx.Client(base_url=gateway_url, timeout=120, headers=HEADERS) as client:
         create("tool", [TIME_TOOL])  # warm-up (the gateway imports the MCP client once)
+        try:
+            create("tool_shared", [SHARED_TIME_TOOL])  # starts the shared server's process
+            can_share = True
+        except RuntimeError:  # a --tree from before shared servers
+            can_share = False
         plain: list[float] = []
         mcp: list[float] = []
+        shared: list[float] = []
         for _ in range(iterations):
             plain.append(create("short", []) + create("short", []))
             mcp.append(create("tool", [TIME_TOOL]))
-    per_op = (statistics.median(mcp) - statistics.median(plain)) / 2
-    return {"create_list_call_ms": statistics.median(mcp), "per_operation_ms": per_op}
+            if can_share:
+                shared.append(create("tool_shared", [SHARED_TIME_TOOL]))
+    rows = {
+        "create_list_call_ms": statistics.median(mcp),
+        "per_operation_ms": (statistics.median(mcp) - statistics.median(plain)) / 2,
+    }
+    if shared:
+        rows["per_operation_shared_ms"] = (statistics.median(shared) - statistics.median(plain)) / 2
+    return rows
 
 
 # -- cold start ----------------------------------------------------------------------------------
@@ -631,6 +659,13 @@ def report(results: dict[str, Any], log: Callable[[str], None]) -> None:
             None,
             "ms",
         )
+        if "per_operation_shared_ms" in results["stdio"]:
+            row(
+                "MCP stdio server marked shared, per operation (warm process)",
+                results["stdio"]["per_operation_shared_ms"],
+                None,
+                "ms",
+            )
     for name, figures in results.get("sizes", {}).items():
         if name.endswith("Function"):
             row(f"artifact {name} (unzipped)", figures["unzipped_mb"], None, "MB")

@@ -120,6 +120,8 @@ def test_reprs_never_show_secrets(tmp_path: Path) -> None:
         ({"server_label": "a", "url": "https://x/mcp", "args": ["a"]}, "args only applies"),
         ({"server_label": "a", "url": "https://x/mcp", "env": {"A": "1"}}, "env only applies"),
         ({"server_label": "a", "command": "x", "headers": {"A": "1"}}, "headers only applies"),
+        ({"server_label": "a", "url": "https://x/mcp", "shared": True}, "shared only applies"),
+        ({"server_label": "a", "command": "x", "shared": "yes"}, "shared must be true or false"),
         ({"server_label": "a", "command": ""}, "non-empty string"),
         ({"server_label": "a", "command": "x", "args": "--flag"}, "args must be a list"),
         ({"server_label": "a", "command": "x", "env": {"A": 1}}, "env must be a table"),
@@ -160,3 +162,17 @@ def test_errors_never_show_a_header_value() -> None:
     with pytest.raises(ConfigError) as info:
         _config({"server_label": "a", "url": "https://x", "headers": {"X-K": "bad\nsecret-value"}})
     assert "secret-value" not in str(info.value)
+
+
+def test_a_stdio_server_may_be_shared() -> None:
+    config = _config(
+        {"server_label": "time", "command": "mcp-server-time", "shared": True},
+        {"server_label": "calc", "command": "calc-server"},
+    )
+    shared, alone = config.mcp_servers
+    assert (shared.shared, alone.shared) == (True, False)
+    assert repr(shared) == (
+        "OperatorMcpServer(server_label='time', transport='stdio', "
+        "command='mcp-server-time', shared=True)"
+    )
+    assert "shared" not in repr(alone)

@@ -99,3 +99,25 @@ async def test_unstored_run_ending_starts_only_its_shielded_write() -> None:
         loop.set_task_factory(None)
     assert run.state.status == "completed"
     assert counting.started == ["Gateway._persister.<locals>.persist"]
+
+
+async def test_the_shared_mcp_pool_needs_a_serving_loop_and_a_shared_server() -> None:
+    shared = {
+        **CONFIG,
+        "mcp_servers": [{"server_label": "t", "command": "time-server", "shared": True}],
+    }
+    plain = {**CONFIG, "mcp_servers": [{"server_label": "t", "command": "time-server"}]}
+    client = httpx.AsyncClient()
+    loop = asyncio.get_running_loop()
+    gateway = Gateway(parse_config(shared, {}), client, _Ledger())  # type: ignore[arg-type]
+    without = Gateway(parse_config(plain, {}), client, _Ledger())  # type: ignore[arg-type]
+    without.keep_shared_mcp(loop)
+
+    assert gateway.shared_mcp() is None  # no serving loop: runs keep their own sessions
+    assert without.shared_mcp() is None  # nothing to share
+    gateway.keep_shared_mcp(loop)
+    pool = gateway.shared_mcp()
+    assert pool is not None and gateway.shared_mcp() is pool
+    await gateway.close_shared_mcp()
+    assert gateway.shared_mcp() is None
+    await client.aclose()

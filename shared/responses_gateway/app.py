@@ -13,6 +13,7 @@ request under their prefixes.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -287,9 +288,12 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        # The serving loop: shared MCP servers' processes live on it until shutdown.
+        gateway.keep_shared_mcp(asyncio.get_running_loop())
         try:
             yield
         finally:
+            await gateway.close_shared_mcp()
             if owned_client:
                 await http.aclose()
 

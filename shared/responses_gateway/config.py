@@ -140,6 +140,9 @@ class OperatorMcpServer:
     """Extra environment variables of a stdio server's process (the rest is minimal)."""
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     """HTTP headers sent to a remote server (its credentials, typically)."""
+    shared: bool = False
+    """A stdio server the operator declared shareable: one process per gateway process, kept
+    while the process lives and used by every run of every tenant, instead of one per run."""
 
     def __repr__(self) -> str:
         where = (
@@ -149,7 +152,7 @@ class OperatorMcpServer:
         )
         return (
             f"OperatorMcpServer(server_label={self.server_label!r}, "
-            f"transport={self.transport!r}, {where})"
+            f"transport={self.transport!r}, {where}{', shared=True' if self.shared else ''})"
         )
 
 
@@ -520,6 +523,7 @@ _MCP_KEYS = frozenset(
         "headers",
         "headers_env",
         "transport",
+        "shared",
     }
 )
 _MCP_LABEL = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -637,7 +641,7 @@ def _mcp_server(raw: Any, env: Mapping[str, str], index: int) -> OperatorMcpServ
             raise ConfigError(
                 f"{name}: transport of a url server must be one of {', '.join(_URL_TRANSPORTS)}"
             )
-        for key in ("args", "env", "env_from"):
+        for key in ("args", "env", "env_from", "shared"):
             if raw.get(key) is not None:
                 raise ConfigError(f"{name}: {key} only applies to command (stdio) servers")
         return OperatorMcpServer(
@@ -658,12 +662,16 @@ def _mcp_server(raw: Any, env: Mapping[str, str], index: int) -> OperatorMcpServ
         args = []
     if not isinstance(args, list) or not all(isinstance(a, str) and "\x00" not in a for a in args):
         raise ConfigError(f"{name}: args must be a list of strings")
+    shared = raw.get("shared", False)
+    if not isinstance(shared, bool):
+        raise ConfigError(f"{name}: shared must be true or false")
     return OperatorMcpServer(
         server_label=label,
         transport="stdio",
         command=command,
         args=tuple(args),
         env=_stdio_env(raw, env, name),
+        shared=shared,
     )
 
 

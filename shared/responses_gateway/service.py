@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -137,19 +137,22 @@ class Context:
 
 class RunMcpSessions:
     """The MCP sessions of one loop run, created on first use (a request without MCP imports
-    nothing of it) and closed by the loop when its run ends (:meth:`attach`)."""
+    nothing of it) and closed by the loop when its run ends (:meth:`attach`); ``shared`` gives
+    the process's pool of shared stdio servers' sessions (:meth:`Gateway.shared_mcp`), asked for
+    on first use too."""
 
-    __slots__ = ("sessions",)
+    __slots__ = ("sessions", "shared")
 
-    def __init__(self) -> None:
+    def __init__(self, shared: Callable[[], Any] | None = None) -> None:
         self.sessions: Any = None
+        self.shared = shared
 
     def get(self) -> Any:
         """The run's :class:`~responses_gateway.mcp.client.McpSessions`."""
         if self.sessions is None:
             from responses_gateway.mcp.client import McpSessions
 
-            self.sessions = McpSessions()
+            self.sessions = McpSessions(self.shared() if self.shared is not None else None)
         return self.sessions
 
     def attach(self, ctx: LoopContext) -> None:
@@ -262,10 +265,35 @@ class Gateway:
         """Bounds the request-log records of refused creates this process writes."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
+        self._shared_mcp: Any = None
+        self._shared_mcp_loop: asyncio.AbstractEventLoop | None = None
         self._router: Any = None
         self._adapters: dict[int, tuple[Provider, Adapter]] = {}
         """Each provider's adapter, built on its first request (adapters hold only the
         provider's endpoint: nothing of a request or a tenant), by ``id`` of the provider."""
+
+    def keep_shared_mcp(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Keep the sessions of operator stdio servers marked ``shared`` open across the runs
+        on ``loop``, the loop that serves this gateway for the life of its process (the app's
+        lifespan, a Lambda container's loop); :meth:`close_shared_mcp` ends them."""
+        self._shared_mcp_loop = loop
+
+    def shared_mcp(self) -> Any:
+        """The process's :class:`~responses_gateway.mcp.client.SharedMcpSessions` (built on
+        first use), or None when no server is shared or no serving loop was given."""
+        if self._shared_mcp_loop is None or not any(s.shared for s in self.config.mcp_servers):
+            return None
+        if self._shared_mcp is None:
+            from responses_gateway.mcp.client import SharedMcpSessions
+
+            self._shared_mcp = SharedMcpSessions(self._shared_mcp_loop)
+        return self._shared_mcp
+
+    async def close_shared_mcp(self) -> None:
+        """Stop the shared servers' processes; later runs open sessions of their own."""
+        pool, self._shared_mcp, self._shared_mcp_loop = self._shared_mcp, None, None
+        if pool is not None:
+            await pool.aclose()
 
     def adapter_for(self, provider: Provider) -> Adapter:
         """The adapter speaking to ``provider`` (one per provider per process, as the router
@@ -353,7 +381,7 @@ class Gateway:
             parsed = parse_create_request({"model": state.model, "tools": run["mcp_tools"]})
             tools = list(parsed.tools or [])
         adapter = self.adapter_for(provider)
-        sessions = RunMcpSessions()
+        sessions = RunMcpSessions(self.shared_mcp)
         ctx = LoopContext(
             adapter=adapter,
             upstream_model=upstream_model,
@@ -644,7 +672,7 @@ class Gateway:
             "started_ms": started_ms,
         }
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
-        sessions = RunMcpSessions()
+        sessions = RunMcpSessions(self.shared_mcp)
         backends = self._backends(tool_dicts, adapter.wire, sessions)
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)

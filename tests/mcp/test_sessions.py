@@ -17,11 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from responses_gateway.config import OperatorMcpServer
 from responses_gateway.mcp import (
     McpClient,
     McpPolicy,
     McpServer,
     McpSessions,
+    SharedMcpSessions,
+    server_from_operator,
     stdio as stdio_transport,
 )
 from responses_gateway.testing.mcp_servers import HangControl, SessionCounter, create_mcp_app
@@ -149,7 +152,7 @@ async def test_a_closed_set_opens_a_new_session_when_used_again(
     assert counter.wait_closed(2) == (2, 2)
 
 
-def _launcher(log: Path, mode: str = "") -> McpServer:
+def _launcher(log: Path, mode: str = "", *, shared: bool = False) -> McpServer:
     """The stdio test server, started through ``-c`` code that first appends its pid to ``log``."""
     code = (
         "import os, runpy, sys;"
@@ -158,7 +161,12 @@ def _launcher(log: Path, mode: str = "") -> McpServer:
         f"runpy.run_path({SERVER_SCRIPT!r}, run_name='__main__')"
     )
     return McpServer(
-        "local", transport="stdio", command=sys.executable, args=("-c", code), trusted=True
+        "local",
+        transport="stdio",
+        command=sys.executable,
+        args=("-c", code),
+        trusted=True,
+        shared=shared,
     )
 
 
@@ -244,3 +252,151 @@ async def test_a_stdio_server_deaf_to_stdin_and_sigterm_is_killed(
     await sessions.aclose()
 
     assert not _alive(pid)
+
+
+# --------------------------------------------------------------------------- shared stdio servers
+
+
+def _pids(log: Path) -> list[int]:
+    return [int(line) for line in log.read_text().split()]
+
+
+async def test_runs_given_the_pool_share_one_process_of_a_shared_server(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log, shared=True)
+    pool = SharedMcpSessions(asyncio.get_running_loop())
+
+    first_run = McpSessions(pool)
+    listed = await client.list_tools(server, sessions=first_run)
+    first = await client.call_tool(server, "echo", {"text": "a"}, sessions=first_run)
+    await first_run.aclose()
+    second_run = McpSessions(pool)
+    second = await client.call_tool(server, "echo", {"text": "b"}, sessions=second_run)
+    await second_run.aclose()
+
+    assert "echo" in [t.name for t in listed]
+    assert (first.output, second.output) == ("a", "b")
+    [pid] = _pids(log)
+    assert _alive(pid)  # the runs ended; the process did not
+    await pool.aclose()
+    assert not _alive(pid)
+    # A closed pool gives no session: a later run opens (and ends) one of its own.
+    late_run = McpSessions(pool)
+    assert (await client.call_tool(server, "echo", {"text": "c"}, sessions=late_run)).ok
+    await late_run.aclose()
+    assert len(_pids(log)) == 2 and not any(_alive(p) for p in _pids(log))
+
+
+async def test_concurrent_runs_call_the_shared_process_at_once(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log, shared=True)
+    pool = SharedMcpSessions(asyncio.get_running_loop())
+    runs = [McpSessions(pool) for _ in range(4)]
+
+    results = await asyncio.gather(
+        *(
+            client.call_tool(server, "echo", {"text": str(i)}, sessions=run)
+            for i, run in enumerate(runs)
+        )
+    )
+    for run in runs:
+        await run.aclose()
+
+    assert [r.output for r in results] == ["0", "1", "2", "3"]
+    assert len(_pids(log)) == 1
+    await pool.aclose()
+    assert not _alive(_pids(log)[0])
+
+
+async def test_a_server_not_marked_shared_is_spawned_per_run_even_with_the_pool(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log)
+    pool = SharedMcpSessions(asyncio.get_running_loop())
+
+    for text in ("a", "b"):
+        run = McpSessions(pool)
+        assert (await client.call_tool(server, "echo", {"text": text}, sessions=run)).ok
+        await run.aclose()
+
+    pids = _pids(log)
+    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    await pool.aclose()
+
+
+async def test_a_shared_process_that_died_is_reaped_and_started_again(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log, shared=True)
+    pool = SharedMcpSessions(asyncio.get_running_loop())
+
+    run = McpSessions(pool)
+    died = await client.call_tool(server, "die", {}, sessions=run)
+    await run.aclose()
+    run = McpSessions(pool)
+    after = await client.call_tool(server, "echo", {"text": "b"}, sessions=run)
+    await run.aclose()
+
+    assert died.error is not None and died.error["message"] == "Connection closed"
+    assert after.output == "b"
+    dead, alive = _pids(log)
+    assert not _alive(dead) and _alive(alive)
+    await pool.aclose()
+    assert not _alive(alive)
+
+
+async def test_a_cancelled_caller_leaves_the_shared_process_serving(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log, shared=True)
+    pool = SharedMcpSessions(asyncio.get_running_loop())
+
+    leaving = McpSessions(pool)
+    assert (await client.call_tool(server, "echo", {"text": "a"}, sessions=leaving)).ok
+    hung = asyncio.create_task(client.call_tool(server, "hang", {}, sessions=leaving))
+    staying = McpSessions(pool)
+    served = await client.call_tool(server, "echo", {"text": "b"}, sessions=staying)
+    hung.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await hung
+    await leaving.aclose()
+    again = await client.call_tool(server, "echo", {"text": "c"}, sessions=staying)
+    await staying.aclose()
+
+    assert (served.output, again.output) == ("b", "c")
+    [pid] = _pids(log)
+    assert _alive(pid)
+    await pool.aclose()
+    assert not _alive(pid)
+
+
+async def test_a_pool_of_another_loop_gives_runs_their_own_sessions(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log = tmp_path / "spawns"
+    server = _launcher(log, shared=True)
+    other = asyncio.new_event_loop()
+    try:
+        pool = SharedMcpSessions(other)
+        run = McpSessions(pool)
+        assert (await client.call_tool(server, "echo", {"text": "a"}, sessions=run)).ok
+        await run.aclose()
+    finally:
+        other.close()
+
+    [pid] = _pids(log)
+    assert not _alive(pid)
+
+
+def test_only_operator_stdio_servers_can_be_shared() -> None:
+    operator = OperatorMcpServer("time", "stdio", command="mcp-server-time", shared=True)
+    assert server_from_operator(operator).shared
+    with pytest.raises(ValueError, match="only stdio"):
+        McpServer("calc", url="https://calc.example/mcp", shared=True)

@@ -55,6 +55,8 @@ def _gateway() -> tuple[asyncio.AbstractEventLoop, Gateway]:
         asyncio.set_event_loop(_Runtime.loop)
         app: Any = lambda_app("worker").app
         _Runtime.gateway = app.state.gateway
+        # The container's loop serves every invocation: shared MCP servers stay warm on it.
+        _Runtime.gateway.keep_shared_mcp(_Runtime.loop)
     return _Runtime.loop, _Runtime.gateway
 
 

@@ -8,7 +8,8 @@ MCP tools imports a few small modules, not the SDK's ~580. The parts:
   ``httpx`` transports that dial only the checked address and bound every answer;
 - :mod:`.client`: :class:`McpClient` (``list_tools`` / ``call_tool`` over streamable HTTP, SSE or
   stdio, under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`)
-  and :class:`McpSessions` (a run's sessions);
+  :class:`McpSessions` (a run's sessions) and :class:`SharedMcpSessions` (the process's
+  sessions of operator stdio servers marked ``shared``);
 - :mod:`.rpc` (the protocol: negotiation, JSON-RPC, the server's own messages), :mod:`.modern`
   (the stateless version's envelope and headers), :mod:`.remote` (streamable HTTP and SSE),
   :mod:`.stdio` (server processes) and :mod:`.sse_decoder` (event streams);
@@ -24,6 +25,7 @@ from responses_gateway.mcp.client import (
     McpListError,
     McpServer,
     McpSessions,
+    SharedMcpSessions,
     ToolInfo,
     ToolResult,
     TransportKind,
@@ -67,6 +69,7 @@ __all__ = [
     "McpToolset",
     "McpUrlRefusedError",
     "ResolvedTarget",
+    "SharedMcpSessions",
     "ToolInfo",
     "ToolNames",
     "ToolResult",

@@ -27,6 +27,7 @@ agent loop, approvals or output items (see ``mcp.tools``).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
@@ -75,6 +76,7 @@ __all__ = [
     "McpListError",
     "McpServer",
     "McpSessions",
+    "SharedMcpSessions",
     "ToolInfo",
     "ToolResult",
     "TransportKind",
@@ -166,8 +168,13 @@ class McpServer:
     trusted: bool = False
     """Configured by the operator: dialled without the SSRF checks of :class:`McpPolicy` (it may
     be private by design), and the only kind that may use stdio."""
+    shared: bool = False
+    """An operator stdio server declared shareable: runs given a :class:`SharedMcpSessions`
+    use its one session (one process) instead of their own."""
 
     def __post_init__(self) -> None:
+        if self.shared and self.transport != "stdio":
+            raise ValueError("only stdio MCP servers may be shared")
         if self.transport == "stdio":
             if not self.command:
                 raise ValueError("a stdio MCP server needs a command")
@@ -604,18 +611,25 @@ class McpSessions:
     first use, or again after its connection ended); :meth:`aclose` closes them all and must be
     called when the run ends, however it ends. One instance belongs to one run: it holds a
     request's live connections, so it is never shared between requests or tenants. It imports
-    nothing heavy and opens nothing until used.
+    nothing heavy and opens nothing until used. A server marked ``shared`` is the exception
+    when the run is given the process's :class:`SharedMcpSessions`: its session is that pool's,
+    which this run uses but does not close.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedMcpSessions | None = None) -> None:
         self._open: dict[tuple[str, bool, str, str | None], _Session] = {}
         self._ended: list[_Session] = []
         """Sessions whose connection ended, replaced, still to be closed (a process reaped)."""
+        self._shared = shared
 
     def session(
         self, client: McpClient, server: McpServer, target: ResolvedTarget | None
     ) -> _Session:
         """The server's open session, or a new one (not yet connected)."""
+        if server.shared and self._shared is not None:
+            pooled = self._shared.session(client, server)
+            if pooled is not None:
+                return pooled
         key = (server.label, server.trusted, server.url, server.command)
         session = self._open.get(key)
         if session is None or session.closed:
@@ -634,8 +648,57 @@ class McpSessions:
             await asyncio.wait({loop.create_task(session.aclose()) for session in sessions})
 
 
+class SharedMcpSessions:
+    """The sessions of operator stdio servers marked ``shared``, kept across runs.
+
+    One instance belongs to one gateway process and one event loop (the loop of the server
+    that serves it: uvicorn's, or a Lambda container's): a run on that loop gets the server's
+    session from here (one process, started by the first operation that needs it, or again
+    after it exited), and every run's operations share it, as one run's concurrent calls share
+    its session. Runs on another loop (a test's, or a loop per invocation) get None and open
+    their own. Nothing of a request is kept: the server was configured by the operator, who
+    declared it free of per-run state; each operation still runs under its own deadline and a
+    cancelled caller cancels only its operation. :meth:`aclose` (the app's shutdown) stops
+    every process; a process left running when a Lambda environment ends dies with it.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._open: dict[tuple[str, str | None, tuple[str, ...]], _Session] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+        """Ended sessions being reaped (their process waited for), and the pool's own close."""
+        self._closed = False
+
+    def session(self, client: McpClient, server: McpServer) -> _Session | None:
+        """The server's shared session (a new one, not yet connected, when it has none or its
+        process ended); None off the pool's loop or once it is closed."""
+        if self._closed or asyncio.get_running_loop() is not self._loop:
+            return None
+        key = (server.label, server.command, server.args)
+        session = self._open.get(key)
+        if session is None or session.closed:
+            if session is not None:
+                self._reap(session)
+            session = self._open[key] = _Session(client, server, None, shared=True)
+        return session
+
+    def _reap(self, session: _Session) -> None:
+        task = self._loop.create_task(session.aclose())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    async def aclose(self) -> None:
+        """Close every session and wait for their processes to end (idempotent)."""
+        self._closed = True
+        sessions, self._open = list(self._open.values()), {}
+        for session in sessions:
+            self._reap(session)
+        while self._closing:
+            await asyncio.wait(set(self._closing))
+
+
 class _Session:
-    """One server's session within an :class:`McpSessions`.
+    """One server's session within an :class:`McpSessions` (or a :class:`SharedMcpSessions`).
 
     The first operation connects (a task of its own, within that operation's deadline; the
     operations arriving meanwhile wait for it); each operation then runs in a task of its own
@@ -647,13 +710,22 @@ class _Session:
     new one.
     """
 
-    def __init__(self, client: McpClient, server: McpServer, target: ResolvedTarget | None):
+    def __init__(
+        self,
+        client: McpClient,
+        server: McpServer,
+        target: ResolvedTarget | None,
+        *,
+        shared: bool = False,
+    ):
         self._client = client
         self._server = server
         self._target = target
         self._opening: asyncio.Task[McpConnection] | None = None
         self._operations: set[asyncio.Task[Any]] = set()
         self._closed = False
+        self._shared = shared
+        """Outlives the runs that use it: its connection is not bound to any one's deadline."""
 
     @property
     def closed(self) -> bool:
@@ -690,7 +762,11 @@ class _Session:
 
         async def work() -> _T:
             if self._opening is None:
-                self._opening = asyncio.get_running_loop().create_task(self._open(remaining))
+                # A shared session's connection (its reader task) outlives this run: it starts
+                # in an empty context, so it carries none of this request's (log ids, tenant).
+                self._opening = asyncio.get_running_loop().create_task(
+                    self._open(remaining), context=contextvars.Context() if self._shared else None
+                )
             connection = await asyncio.shield(self._opening)
             return await operation(connection, remaining)
 

@@ -104,6 +104,7 @@ def server_from_operator(server: OperatorMcpServer) -> McpServer:
             args=server.args,
             env=dict(server.env),
             trusted=True,
+            shared=server.shared,
         )
     return McpServer(
         label=server.server_label,

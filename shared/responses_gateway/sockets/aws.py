@@ -278,6 +278,7 @@ class SocketRuntime:
             )
 
         built: list[Gateway] = []
+        made: list[SocketRuntime] = []
 
         def gateway() -> Gateway:
             if not built:
@@ -285,16 +286,21 @@ class SocketRuntime:
 
                 app: Any = lambda_app("socket").app
                 built.append(app.state.gateway)
+                # The container's loop serves every invocation: shared MCP servers stay warm.
+                built[0].keep_shared_mcp(made[0].loop)
             return built[0]
 
-        return cls(
-            dynamodb=dynamodb,
-            table=os.environ["DYNAMODB_TABLE"],
-            management=management,
-            invoke=invoke,
-            gateway=gateway,
-            max_seconds=SessionLimits.from_env().max_seconds,
+        made.append(
+            cls(
+                dynamodb=dynamodb,
+                table=os.environ["DYNAMODB_TABLE"],
+                management=management,
+                invoke=invoke,
+                gateway=gateway,
+                max_seconds=SessionLimits.from_env().max_seconds,
+            )
         )
+        return made[0]
 
 
 def _endpoint(context: dict[str, Any]) -> str:
