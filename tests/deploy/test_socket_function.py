@@ -456,3 +456,29 @@ def test_the_request_log_gets_the_handshake_ids_and_every_refused_message(
     assert "private" not in repr(records)
     # the socket rule was checked before the stream was marked busy: it is free
     assert "B#" not in harness.items("c1")
+
+
+def test_the_runtime_keeps_shared_mcp_servers_on_its_container_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from responses_gateway import observability
+
+    kept: list[Any] = []
+    gateway = SimpleNamespace(keep_shared_mcp=kept.append)
+    built: list[str] = []
+
+    def fake_lambda_app(function: str) -> Any:
+        built.append(function)
+        return SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(gateway=gateway)))
+
+    monkeypatch.setattr(observability, "lambda_app", fake_lambda_app)
+    monkeypatch.setenv("DYNAMODB_TABLE", "gateway")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    runtime = SocketRuntime.from_env()
+    try:
+        assert runtime.gateway() is gateway and runtime.gateway() is gateway
+    finally:
+        runtime.loop.close()
+
+    assert built == ["socket"]
+    assert kept == [runtime.loop]
