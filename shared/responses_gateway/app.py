@@ -293,9 +293,11 @@ def create_app(
         try:
             yield
         finally:
-            await gateway.close_shared_mcp()
-            if owned_client:
-                await http.aclose()
+            try:
+                await gateway.close_shared_mcp()
+            finally:
+                if owned_client:
+                    await http.aclose()
 
     app = Starlette(
         routes=[*app_routes(ROUTE_TABLES), LazyRoutes(CONSOLE_PREFIXES, _console_routes)],

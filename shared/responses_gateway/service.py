@@ -6,8 +6,11 @@ adapter selection, the context a request continues (a ``previous_response_id`` c
 conversation, read from the store), the tenant's budget (checked before the request starts, and
 by the loop before each model call) and how the finished response is persisted (the loop's
 ``persist`` hook: the record, the conversation append and the usage ledger entry). It knows
-nothing about HTTP or SSE framing (that is :mod:`responses_gateway.app`) and runs nothing itself:
+nothing about HTTP or SSE framing (that is :mod:`responses_gateway.app`) and runs no loop itself:
 callers run the returned :class:`PreparedRun` through :func:`responses_gateway.loop.run_loop`.
+The :class:`Gateway` also holds what lives as long as its process: one adapter per provider, the
+router, the MCP client and, once its serving loop is named (:meth:`Gateway.keep_shared_mcp`),
+the sessions (processes) of the operator's stdio MCP servers marked ``shared``.
 """
 
 from __future__ import annotations
@@ -76,6 +79,7 @@ logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     from responses_gateway.loop.driver import LoopContext
+    from responses_gateway.mcp.client import SharedMcpSessions
     from responses_gateway.protocol.request import CreateResponseRequest
     from responses_gateway.sockets.memory import ConnectionMemory
 
@@ -143,7 +147,7 @@ class RunMcpSessions:
 
     __slots__ = ("sessions", "shared")
 
-    def __init__(self, shared: Callable[[], Any] | None = None) -> None:
+    def __init__(self, shared: Callable[[], SharedMcpSessions | None] | None = None) -> None:
         self.sessions: Any = None
         self.shared = shared
 
@@ -265,7 +269,7 @@ class Gateway:
         """Bounds the request-log records of refused creates this process writes."""
         self._mcp_policy = mcp_policy
         self._mcp_client: Any = None
-        self._shared_mcp: Any = None
+        self._shared_mcp: SharedMcpSessions | None = None
         self._shared_mcp_loop: asyncio.AbstractEventLoop | None = None
         self._router: Any = None
         self._adapters: dict[int, tuple[Provider, Adapter]] = {}
@@ -278,7 +282,7 @@ class Gateway:
         lifespan, a Lambda container's loop); :meth:`close_shared_mcp` ends them."""
         self._shared_mcp_loop = loop
 
-    def shared_mcp(self) -> Any:
+    def shared_mcp(self) -> SharedMcpSessions | None:
         """The process's :class:`~responses_gateway.mcp.client.SharedMcpSessions` (built on
         first use), or None when no server is shared or no serving loop was given."""
         if self._shared_mcp_loop is None or not any(s.shared for s in self.config.mcp_servers):

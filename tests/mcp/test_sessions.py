@@ -10,10 +10,15 @@ ends observed.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import os
+import select
+import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -152,12 +157,16 @@ async def test_a_closed_set_opens_a_new_session_when_used_again(
     assert counter.wait_closed(2) == (2, 2)
 
 
-def _launcher(log: Path, mode: str = "", *, shared: bool = False) -> McpServer:
-    """The stdio test server, started through ``-c`` code that first appends its pid to ``log``."""
+def _launcher(
+    log: Path, mode: str = "", *, shared: bool = False, gate: Path | None = None
+) -> McpServer:
+    """The stdio test server, started through ``-c`` code that first appends its pid to ``log``
+    (and then, given a ``gate`` FIFO, waits until something is written to it)."""
     code = (
         "import os, runpy, sys;"
         f"open({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n');"
-        f"sys.argv = [{SERVER_SCRIPT!r}, {mode!r}];"
+        + (f"open({str(gate)!r}).read();" if gate is not None else "")
+        + f"sys.argv = [{SERVER_SCRIPT!r}, {mode!r}];"
         f"runpy.run_path({SERVER_SCRIPT!r}, run_name='__main__')"
     )
     return McpServer(
@@ -400,3 +409,133 @@ def test_only_operator_stdio_servers_can_be_shared() -> None:
     assert server_from_operator(operator).shared
     with pytest.raises(ValueError, match="only stdio"):
         McpServer("calc", url="https://calc.example/mcp", shared=True)
+
+
+async def test_a_shared_start_is_not_bound_to_the_deadline_of_the_run_that_began_it(
+    client: McpClient, tmp_path: Path
+) -> None:
+    log, gate = tmp_path / "spawns", tmp_path / "gate"
+    os.mkfifo(gate)
+    server = _launcher(log, shared=True, gate=gate)  # starts, then waits for the gate
+    pool = SharedMcpSessions(asyncio.get_running_loop())
+    hurried, patient = McpSessions(pool), McpSessions(pool)
+
+    short = asyncio.create_task(
+        client.call_tool(
+            server, "echo", {"text": "a"}, sessions=hurried, deadline=time.monotonic() + 0.2
+        )
+    )
+    long = asyncio.create_task(
+        client.call_tool(
+            server, "echo", {"text": "b"}, sessions=patient, deadline=time.monotonic() + 60
+        )
+    )
+    timed_out = await short  # its deadline passed while the process was still starting
+    await asyncio.to_thread(gate.write_text, "go")
+    served = await long
+    await hurried.aclose()
+    await patient.aclose()
+
+    assert timed_out.error is not None and timed_out.error["code"] == -32001
+    assert served.output == "b"
+    assert len(_pids(log)) == 1
+    await pool.aclose()
+
+
+async def test_a_hung_shared_process_is_replaced_after_timeouts_in_a_row(
+    client: McpClient, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(stdio_transport, "EXIT_GRACE", 0.2)
+    log = tmp_path / "spawns"
+    server = _launcher(log, shared=True)
+    pool = SharedMcpSessions(asyncio.get_running_loop())
+
+    async def echo(text: str, seconds: float) -> str | None:
+        run = McpSessions(pool)
+        try:
+            deadline = time.monotonic() + seconds
+            result = await client.call_tool(
+                server, "echo", {"text": text}, sessions=run, deadline=deadline
+            )
+        finally:
+            await run.aclose()
+        return result.output if result.ok else str(result.error["code"])  # type: ignore[index]
+
+    assert await echo("a", 30) == "a"
+    [hung] = _pids(log)
+    os.kill(hung, signal.SIGSTOP)
+    assert [await echo("b", 0.3), await echo("c", 0.3)] == ["-32001", "-32001"]
+    assert await echo("d", 30) == "d"  # a new process
+
+    first, second = _pids(log)
+    assert first == hung and second != hung
+    await pool.aclose()
+    assert not _alive(hung) and not _alive(second)
+
+
+def test_a_shared_process_that_died_between_invocations_is_started_again() -> None:
+    # A Lambda container's loop: it runs only while an invocation does.
+    loop = asyncio.new_event_loop()
+    client = McpClient(McpPolicy(allow_http=True, allow_loopback=True))
+    log = Path(os.environ.get("TMPDIR", "/tmp")) / f"spawns-{os.getpid()}-{id(loop)}"
+    server = _launcher(log, shared=True)
+    pool = SharedMcpSessions(loop)
+
+    async def invocation(text: str) -> str | None:
+        run = McpSessions(pool)
+        try:
+            result = await client.call_tool(server, "echo", {"text": text}, sessions=run)
+        finally:
+            await run.aclose()
+        return result.output
+
+    try:
+        assert loop.run_until_complete(invocation("a")) == "a"
+        [first] = _pids(log)
+        exited = os.pidfd_open(first)
+        os.kill(first, signal.SIGKILL)  # between invocations: the loop is not running
+        select.select([exited], [], [], 30)  # it has died (and nobody has noticed)
+        os.close(exited)
+        assert loop.run_until_complete(invocation("b")) == "b"
+        assert loop.run_until_complete(invocation("c")) == "c"
+        _, second = _pids(log)
+        loop.run_until_complete(pool.aclose())
+        assert not _alive(second)
+    finally:
+        loop.close()
+        log.unlink(missing_ok=True)
+
+
+async def test_a_shared_process_carries_no_context_of_the_run_that_started_it(
+    client: McpClient, tmp_path: Path
+) -> None:
+    request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+    request_id.set("req_first")
+    loop = asyncio.get_running_loop()
+    seen: dict[str, str] = {}
+
+    def factory(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> asyncio.Task[Any]:
+        task = asyncio.Task(coro, loop=loop, **kw)
+        name = getattr(coro, "__qualname__", "")
+        context = kw.get("context")
+        if context is None:
+            context = contextvars.copy_context()
+        seen.setdefault(name, context.run(request_id.get))
+        return task
+
+    server = _launcher(tmp_path / "spawns", shared=True)
+    pool = SharedMcpSessions(loop)
+    run = McpSessions(pool)
+    loop.set_task_factory(factory)
+    try:
+        assert (await client.call_tool(server, "echo", {"text": "a"}, sessions=run)).ok
+        await run.aclose()
+        await pool.aclose()
+    finally:
+        loop.set_task_factory(None)
+
+    # The connection (and the reader task it starts) outlive the run: they see nothing of it;
+    # the operation itself runs in the run's context.
+    assert seen["_Session._open"] == "-"
+    assert seen["StdioTransport._read"] == "-"
+    assert seen["_Session._do"] == "req_first"

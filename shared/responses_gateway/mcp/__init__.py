@@ -7,7 +7,7 @@ MCP tools imports a few small modules, not the SDK's ~580. The parts:
 - :mod:`.security`: the SSRF guard (:func:`check_server_url`, :class:`McpPolicy`) and the
   ``httpx`` transports that dial only the checked address and bound every answer;
 - :mod:`.client`: :class:`McpClient` (``list_tools`` / ``call_tool`` over streamable HTTP, SSE or
-  stdio, under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`)
+  stdio, under a deadline, errors as OpenAI ``mcp_call.error`` objects or :class:`McpListError`),
   :class:`McpSessions` (a run's sessions) and :class:`SharedMcpSessions` (the process's
   sessions of operator stdio servers marked ``shared``);
 - :mod:`.rpc` (the protocol: negotiation, JSON-RPC, the server's own messages), :mod:`.modern`

@@ -4,7 +4,9 @@ Owns :class:`McpClient`, whose two operations each open one connection (streamab
 legacy SSE transport, or stdio: a server process spawned for the operation and stopped after
 it), run under a deadline and close it again, unless the caller passes the
 :class:`McpSessions` of its run (one session per server, reused by every operation of the run
-and closed when the run ends): :meth:`McpClient.list_tools`
+and closed when the run ends; for an operator stdio server marked ``shared``, the session the
+process's :class:`SharedMcpSessions` keeps across runs, whose process outlives them and stops
+with the app): :meth:`McpClient.list_tools`
 returns :class:`ToolInfo` values or raises :class:`McpListError` (HTTP 424 /
 ``mcp_list_tools.failed``), :meth:`McpClient.call_tool` always returns a :class:`ToolResult`
 whose ``error`` is one of the OpenAI ``mcp_call.error`` objects (``mcp_protocol_error``,
@@ -70,6 +72,7 @@ __all__ = [
     "MAX_HEADERS",
     "MAX_HEADER_BYTES",
     "PROTECTED_HEADERS",
+    "SHARED_TIMEOUTS_BEFORE_RETIRING",
     "STDIO_INHERITED_ENV",
     "McpClient",
     "McpLimits",
@@ -648,6 +651,12 @@ class McpSessions:
             await asyncio.wait({loop.create_task(session.aclose()) for session in sessions})
 
 
+SHARED_TIMEOUTS_BEFORE_RETIRING = 2
+"""Operations on a shared session that time out in a row before it is replaced: a process that
+hangs (stopped, deadlocked) would otherwise fail every later call of every run. The operations
+still running on it then fail ("The MCP session was closed.")."""
+
+
 class SharedMcpSessions:
     """The sessions of operator stdio servers marked ``shared``, kept across runs.
 
@@ -683,7 +692,7 @@ class SharedMcpSessions:
         return session
 
     def _reap(self, session: _Session) -> None:
-        task = self._loop.create_task(session.aclose())
+        task = self._loop.create_task(session.aclose(), context=contextvars.Context())
         self._closing.add(task)
         task.add_done_callback(self._closing.discard)
 
@@ -725,13 +734,17 @@ class _Session:
         self._operations: set[asyncio.Task[Any]] = set()
         self._closed = False
         self._shared = shared
-        """Outlives the runs that use it: its connection is not bound to any one's deadline."""
+        """Outlives the runs that use it: its connection is opened under a budget of its own
+        (each caller still waits only until its own deadline), and it retires after
+        :data:`SHARED_TIMEOUTS_BEFORE_RETIRING` timeouts in a row (a hung process)."""
+        self._timeouts = 0
+        """Operations that timed out since the last one that did not."""
 
     @property
     def closed(self) -> bool:
         """Closed, or its connection failed or ended: the next operation needs a new session."""
         opening = self._opening
-        if self._closed:
+        if self._closed or self._timeouts >= SHARED_TIMEOUTS_BEFORE_RETIRING:
             return True
         if opening is None or not opening.done():
             return False
@@ -763,17 +776,28 @@ class _Session:
         async def work() -> _T:
             if self._opening is None:
                 # A shared session's connection (its reader task) outlives this run: it starts
-                # in an empty context, so it carries none of this request's (log ids, tenant).
+                # in an empty context, so it carries none of this request's (log ids, tenant),
+                # and under a budget of its own, so this run's deadline is not everyone's.
+                budget = self._client.limits.list_timeout if self._shared else remaining
                 self._opening = asyncio.get_running_loop().create_task(
-                    self._open(remaining), context=contextvars.Context() if self._shared else None
+                    self._open(budget), context=contextvars.Context() if self._shared else None
                 )
             connection = await asyncio.shield(self._opening)
             return await operation(connection, remaining)
 
-        return await _bounded(self._server, remaining, work())
+        try:
+            result = await _bounded(self._server, remaining, work())
+        except _Failure as failure:
+            opened = self._opening is not None and self._opening.done()
+            if self._shared and opened and failure.code == "timeout":
+                self._timeouts += 1  # a slow start is the start's budget's business
+            raise
+        self._timeouts = 0
+        return result
 
     async def _open(self, remaining: float) -> McpConnection:
-        """Connect within the first operation's deadline."""
+        """Connect within ``remaining`` seconds (the first operation's, or a shared session's
+        own budget)."""
         client = self._client
         connection = client._connection(
             self._server, self._target, client.session_budget(remaining)

@@ -98,6 +98,13 @@ class StdioTransport(ChannelTransport):
         self._reader: asyncio.Task[None] | None = None
         self._stopping = False
 
+    @property
+    def closed(self) -> bool:
+        """The channel failed, or the process is gone: exited, or a zombie not yet reaped
+        (which is how a process that died while the event loop was not running looks, a Lambda
+        environment's between invocations, until the loop notices)."""
+        return super().closed or (self._process is not None and not _running(self._process))
+
     async def open(self) -> None:
         """Spawn the process.
 
@@ -189,6 +196,21 @@ class StdioTransport(ChannelTransport):
         transport = getattr(process, "_transport", None)  # closes the pipes' transports now
         if transport is not None:
             transport.close()
+
+
+def _running(process: asyncio.subprocess.Process) -> bool:
+    """Whether the process still runs: no return code yet, and (where ``/proc`` tells) neither
+    gone nor a zombie."""
+    if process.returncode is not None:
+        return False
+    try:
+        with open(f"/proc/{process.pid}/stat", "rb") as stat:
+            fields = stat.read().rsplit(b")", 1)[-1].split()
+    except FileNotFoundError:
+        return not os.path.isdir("/proc/self")  # no /proc here (macOS): assume it runs
+    except OSError:
+        return True
+    return not fields or fields[0] not in (b"Z", b"X")
 
 
 async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
