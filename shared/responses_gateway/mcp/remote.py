@@ -309,19 +309,8 @@ class SseTransport(ChannelTransport):
             if not self._endpoint.done():
                 self._endpoint.set_result(self._check_endpoint(event.data))
             return
-        if event.event != "message" or not event.data:
-            return
-        try:
-            message = json.loads(event.data)
-        except ValueError:  # skipped, as the SDK's client does: it answers no request
-            logger.debug("an MCP server sent an event that is not JSON")
-            return
-        kind = classify(message)
-        if kind == "response":
-            self._waiting.resolve(message)
-        elif kind != "invalid":
-            with contextlib.suppress(McpConnectionError):
-                await self._on_message(message)
+        if event.event == "message" and event.data:
+            await self._received(event.data, self._on_message)
 
     def _check_endpoint(self, data: str) -> str:
         endpoint = urljoin(self._url, data.strip())

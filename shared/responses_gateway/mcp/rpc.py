@@ -255,11 +255,27 @@ class ChannelTransport:
     """What the transports whose answers arrive on one shared channel (the SSE transport's event
     stream, a stdio server's stdout) have in common: answers matched to requests by id
     (:class:`Waiting`), closed once the channel failed, no stream per request and no version
-    header. A subclass sends (``send``), reads the channel and hands answers to
-    ``self._waiting``."""
+    header. A subclass sends (``send``), reads the channel and hands each message it carries to
+    :meth:`_received`."""
 
     def __init__(self) -> None:
         self._waiting = Waiting()
+
+    async def _received(self, data: str | bytes, on_message: MessageHandler) -> None:
+        """One message off the channel: an answer goes to its waiting request, the server's own
+        requests and notifications to ``on_message`` (whose failure to answer ends nothing);
+        what is not JSON is skipped, as the SDK's client does (it answers no request)."""
+        try:
+            message = json.loads(data)
+        except ValueError:
+            logger.debug("an MCP server sent a message that is not JSON")
+            return
+        kind = classify(message)
+        if kind == "response":
+            self._waiting.resolve(message)
+        elif kind != "invalid":
+            with contextlib.suppress(McpConnectionError):
+                await on_message(message)
 
     @property
     def closed(self) -> bool:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import signal
@@ -35,7 +34,6 @@ from responses_gateway.mcp.rpc import (
     McpTransportError,
     Message,
     MessageHandler,
-    classify,
     encode,
 )
 
@@ -143,24 +141,11 @@ class StdioTransport(ChannelTransport):
                     return
                 if self._stopping or failure is not None or not line.strip():
                     continue  # drained, so that a server flushing its output can exit
-                await self._line(line)
+                await self._received(line, self._on_message)
         except (OSError, asyncio.IncompleteReadError):
             failure = failure or McpTransportError()
         finally:
             self._waiting.fail(failure or McpRpcError(CONNECTION_CLOSED, "Connection closed"))
-
-    async def _line(self, line: bytes) -> None:
-        try:
-            message = json.loads(line)
-        except ValueError:
-            logger.debug("an MCP stdio server wrote a line that is not JSON")
-            return
-        kind = classify(message)
-        if kind == "response":
-            self._waiting.resolve(message)
-        elif kind != "invalid":
-            with contextlib.suppress(McpRpcError):
-                await self._on_message(message)
 
     async def send(self, message: Message) -> None:
         process = self._process
