@@ -10,8 +10,9 @@ model call. Adapters (``responses_gateway.adapters``) call the model; sinks
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from responses_gateway._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from responses_gateway.loop.driver import (
@@ -93,10 +94,4 @@ _LAZY: dict[str, str] = {
 does not import the driver and everything it needs (the buffered function never runs a loop)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups find it without this call
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())

@@ -14,8 +14,9 @@ here does I/O, looks up stored state or decides what the loop does.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from responses_gateway._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from responses_gateway.protocol.items import (
@@ -324,10 +325,4 @@ creates only (the buffered function's routes and a light import of
 are test oracles; building them costs cold-start time."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups find it without this call
-    return value
+__getattr__ = lazy_attributes(__name__, _LAZY, globals())

@@ -11,8 +11,9 @@ only by ``store.sqlite``.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from responses_gateway._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from responses_gateway.store._calls import StoreError
@@ -61,13 +62,7 @@ _HOMES = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_attributes(__name__, _HOMES, globals())
 
 
 __all__ = [
