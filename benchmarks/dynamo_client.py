@@ -213,44 +213,27 @@ def calls_worker(endpoint: str, calls: int, rounds: int) -> int:
 # -- the driver ---------------------------------------------------------------------------------
 
 
-def _run_variant(tree: Path, env: dict[str, str], creates: int) -> dict[str, Any]:
-    child_env = {**env, "PYTHONPATH": str(tree / "shared")}
+def _child_result(args: list[str], env: dict[str, str], what: str) -> dict[str, Any]:
+    """Run this script again with ``args`` and return the JSON of its last ``RESULT`` line."""
     result = subprocess.run(
-        [sys.executable, __file__, "--worker", "--creates", str(creates)],
-        env=child_env,
-        capture_output=True,
-        text=True,
-        check=False,
+        [sys.executable, __file__, *args], env=env, capture_output=True, text=True, check=False
     )
     lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
     if result.returncode != 0 or not lines:
-        raise RuntimeError(f"worker failed: {result.stderr[-3000:]}")
+        raise RuntimeError(f"{what} failed: {result.stderr[-3000:]}")
     found: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
     return found
+
+
+def _run_variant(tree: Path, env: dict[str, str], creates: int) -> dict[str, Any]:
+    child_env = {**env, "PYTHONPATH": str(tree / "shared")}
+    return _child_result(["--worker", "--creates", str(creates)], child_env, "worker")
 
 
 def _run_calls(endpoint: str, env: dict[str, str], calls: int, rounds: int) -> dict[str, Any]:
-    result = subprocess.run(
-        [
-            sys.executable,
-            __file__,
-            "--calls-worker",
-            endpoint,
-            "--calls",
-            str(calls),
-            "--rounds",
-            str(rounds),
-        ],
-        env={**env, "PYTHONPATH": str(ROOT / "shared")},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    lines = [line for line in result.stdout.splitlines() if line.startswith("RESULT ")]
-    if result.returncode != 0 or not lines:
-        raise RuntimeError(f"calls worker failed: {result.stderr[-3000:]}")
-    found: dict[str, Any] = json.loads(lines[-1][len("RESULT ") :])
-    return found
+    args = ["--calls-worker", endpoint, "--calls", str(calls), "--rounds", str(rounds)]
+    child_env = {**env, "PYTHONPATH": str(ROOT / "shared")}
+    return _child_result(args, child_env, "calls worker")
 
 
 def main(argv: list[str] | None = None) -> int:
