@@ -134,6 +134,18 @@ NEVER_ON_THE_DYNAMODB_PATH = {"boto3", "botocore"}
 """The DynamoDB store's calls go over the gateway's own HTTP client (``store._http``)."""
 
 
+def _table_env(local: Any) -> dict[str, str]:
+    """This environment, pointed at ``local`` (an embedded DynamoDB) with fake credentials."""
+    return {
+        **os.environ,
+        "DYNAMODB_TABLE": local.table_name,
+        "DYNAMODB_ENDPOINT_URL": local.endpoint_url,
+        "AWS_REGION": local.region,
+        "AWS_ACCESS_KEY_ID": "local",
+        "AWS_SECRET_ACCESS_KEY": "local",
+    }
+
+
 @pytest.fixture(scope="module")
 def stored_probe() -> Iterator[dict[str, Any]]:
     """What a fresh interpreter held after building the DynamoDB store (from the environment a
@@ -141,15 +153,7 @@ def stored_probe() -> Iterator[dict[str, Any]]:
     from responses_gateway.store.local import start_local_dynamodb
 
     local = start_local_dynamodb(table_name="coldstart")
-    env = {
-        **os.environ,
-        "DYNAMODB_TABLE": local.table_name,
-        "DYNAMODB_ENDPOINT_URL": local.endpoint_url,
-        "AWS_REGION": local.region,
-        "AWS_ACCESS_KEY_ID": "local",
-        "AWS_SECRET_ACCESS_KEY": "local",
-        "AWS_SESSION_TOKEN": "token",
-    }
+    env = {**_table_env(local), "AWS_SESSION_TOKEN": "token"}
     try:
         result = subprocess.run(
             [sys.executable, "-c", _STORED_PROBE],
@@ -268,12 +272,7 @@ def lambda_probe() -> Iterator[dict[str, dict[str, Any]]]:
     try:
         with run_in_thread(create_fake_upstream_app(upstream)) as model:
             env = {
-                **os.environ,
-                "DYNAMODB_TABLE": local.table_name,
-                "DYNAMODB_ENDPOINT_URL": local.endpoint_url,
-                "AWS_REGION": local.region,
-                "AWS_ACCESS_KEY_ID": "local",
-                "AWS_SECRET_ACCESS_KEY": "local",
+                **_table_env(local),
                 "UPSTREAM_BASE_URL": f"{model.url}/v1",
                 "UPSTREAM_API": "chat",
                 "BACKGROUND_STATE_MACHINE_ARN": STATE_MACHINE,
