@@ -8,7 +8,6 @@ in front of the session's scripted upstream and DynamoDB; the client is the ``op
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import openai
 from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
 from responses_gateway.mcp.security import McpPolicy
+from responses_gateway.testing.processes import alive, logged_pids, pid_logging_code
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.server import run_in_thread
 
@@ -26,21 +26,8 @@ SERVER_SCRIPT = Path(__file__).resolve().parents[1] / "mcp" / "stdio_server.py"
 ECHO_TOOL = {"type": "mcp", "server_label": "local", "require_approval": "never"}
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
 def _config(upstream_url: str, log: Path, *, shared: bool) -> dict[str, object]:
-    code = (
-        "import os, runpy, sys;"
-        f"open({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n');"
-        f"sys.argv = [{str(SERVER_SCRIPT)!r}];"
-        f"runpy.run_path({str(SERVER_SCRIPT)!r}, run_name='__main__')"
-    )
+    code = pid_logging_code(SERVER_SCRIPT, log)
     return {
         "providers": [{"name": "chat", "base_url": upstream_url, "api": "chat"}],
         "mcp_servers": [
@@ -76,8 +63,8 @@ def _run_two_creates(
                     "message",
                 ]
                 outputs.append(response.output[1].output)  # type: ignore[union-attr]
-        pids = [int(line) for line in log.read_text().split()]
-        assert all(_alive(pid) for pid in pids) == shared
+        pids = logged_pids(log)
+        assert all(alive(pid) for pid in pids) == shared
     return outputs, pids
 
 
@@ -88,7 +75,7 @@ def test_a_shared_server_serves_every_run_and_stops_with_the_gateway(
 
     assert outputs == ["first", "second"]
     assert len(pids) == 1  # one process for both responses (and both listings)
-    assert not _alive(pids[0])  # the app's shutdown stopped it
+    assert not alive(pids[0])  # the app's shutdown stopped it
 
 
 def test_a_server_not_shared_is_started_for_each_run(
@@ -97,4 +84,4 @@ def test_a_server_not_shared_is_started_for_each_run(
     outputs, pids = _run_two_creates(stack, upstream, tmp_path / "spawns", shared=False)
 
     assert outputs == ["first", "second"]
-    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)

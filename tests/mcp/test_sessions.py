@@ -33,6 +33,7 @@ from responses_gateway.mcp import (
     stdio as stdio_transport,
 )
 from responses_gateway.testing.mcp_servers import HangControl, SessionCounter, create_mcp_app
+from responses_gateway.testing.processes import alive, logged_pids, pid_logging_code
 from responses_gateway.testing.server import run_in_thread
 
 SERVER_SCRIPT = str(Path(__file__).with_name("stdio_server.py"))
@@ -162,13 +163,7 @@ def _launcher(
 ) -> McpServer:
     """The stdio test server, started through ``-c`` code that first appends its pid to ``log``
     (and then, given a ``gate`` FIFO, waits until something is written to it)."""
-    code = (
-        "import os, runpy, sys;"
-        f"open({str(log)!r}, 'a').write(f'{{os.getpid()}}\\n');"
-        + (f"open({str(gate)!r}).read();" if gate is not None else "")
-        + f"sys.argv = [{SERVER_SCRIPT!r}, {mode!r}];"
-        f"runpy.run_path({SERVER_SCRIPT!r}, run_name='__main__')"
-    )
+    code = pid_logging_code(SERVER_SCRIPT, log, mode, gate=gate)
     return McpServer(
         "local",
         transport="stdio",
@@ -177,14 +172,6 @@ def _launcher(
         trusted=True,
         shared=shared,
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_a_stdio_server_is_spawned_once_per_run_and_stopped_at_its_end(
@@ -202,10 +189,10 @@ async def test_a_stdio_server_is_spawned_once_per_run_and_stopped_at_its_end(
     assert "echo" in [t.name for t in tools]
     assert (first.output, second.output) == ("a", "b")
     assert failed.error is not None
-    pids = [int(line) for line in log.read_text().split()]
-    assert len(pids) == 1 and _alive(pids[0])
+    pids = logged_pids(log)
+    assert len(pids) == 1 and alive(pids[0])
     await sessions.aclose()
-    assert not _alive(pids[0])
+    assert not alive(pids[0])
 
 
 async def test_a_cancelled_run_still_ends_its_session(client: McpClient) -> None:
@@ -236,7 +223,7 @@ async def test_a_stdio_server_that_dies_fails_its_call_and_the_next_call_spawns_
     before = await client.call_tool(server, "echo", {"text": "a"}, sessions=sessions)
     died = await client.call_tool(server, "die", {}, sessions=sessions)
     after = await client.call_tool(server, "echo", {"text": "b"}, sessions=sessions)
-    pids = [int(line) for line in log.read_text().split()]
+    pids = logged_pids(log)
     await sessions.aclose()
 
     assert (before.output, after.output) == ("a", "b")
@@ -245,7 +232,7 @@ async def test_a_stdio_server_that_dies_fails_its_call_and_the_next_call_spawns_
         "code": -32000,
         "message": "Connection closed",
     }
-    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
 
 
 async def test_a_stdio_server_deaf_to_stdin_and_sigterm_is_killed(
@@ -257,17 +244,13 @@ async def test_a_stdio_server_deaf_to_stdin_and_sigterm_is_killed(
     sessions = McpSessions()
 
     assert (await client.call_tool(server, "echo", {"text": "a"}, sessions=sessions)).ok
-    [pid] = [int(line) for line in log.read_text().split()]
+    [pid] = logged_pids(log)
     await sessions.aclose()
 
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 # --------------------------------------------------------------------------- shared stdio servers
-
-
-def _pids(log: Path) -> list[int]:
-    return [int(line) for line in log.read_text().split()]
 
 
 async def test_runs_given_the_pool_share_one_process_of_a_shared_server(
@@ -287,15 +270,15 @@ async def test_runs_given_the_pool_share_one_process_of_a_shared_server(
 
     assert "echo" in [t.name for t in listed]
     assert (first.output, second.output) == ("a", "b")
-    [pid] = _pids(log)
-    assert _alive(pid)  # the runs ended; the process did not
+    [pid] = logged_pids(log)
+    assert alive(pid)  # the runs ended; the process did not
     await pool.aclose()
-    assert not _alive(pid)
+    assert not alive(pid)
     # A closed pool gives no session: a later run opens (and ends) one of its own.
     late_run = McpSessions(pool)
     assert (await client.call_tool(server, "echo", {"text": "c"}, sessions=late_run)).ok
     await late_run.aclose()
-    assert len(_pids(log)) == 2 and not any(_alive(p) for p in _pids(log))
+    assert len(logged_pids(log)) == 2 and not any(alive(p) for p in logged_pids(log))
 
 
 async def test_concurrent_runs_call_the_shared_process_at_once(
@@ -316,9 +299,9 @@ async def test_concurrent_runs_call_the_shared_process_at_once(
         await run.aclose()
 
     assert [r.output for r in results] == ["0", "1", "2", "3"]
-    assert len(_pids(log)) == 1
+    assert len(logged_pids(log)) == 1
     await pool.aclose()
-    assert not _alive(_pids(log)[0])
+    assert not alive(logged_pids(log)[0])
 
 
 async def test_a_server_not_marked_shared_is_spawned_per_run_even_with_the_pool(
@@ -333,8 +316,8 @@ async def test_a_server_not_marked_shared_is_spawned_per_run_even_with_the_pool(
         assert (await client.call_tool(server, "echo", {"text": text}, sessions=run)).ok
         await run.aclose()
 
-    pids = _pids(log)
-    assert len(pids) == 2 and not any(_alive(pid) for pid in pids)
+    pids = logged_pids(log)
+    assert len(pids) == 2 and not any(alive(pid) for pid in pids)
     await pool.aclose()
 
 
@@ -354,10 +337,10 @@ async def test_a_shared_process_that_died_is_reaped_and_started_again(
 
     assert died.error is not None and died.error["message"] == "Connection closed"
     assert after.output == "b"
-    dead, alive = _pids(log)
-    assert not _alive(dead) and _alive(alive)
+    dead, started = logged_pids(log)
+    assert not alive(dead) and alive(started)
     await pool.aclose()
-    assert not _alive(alive)
+    assert not alive(started)
 
 
 async def test_a_cancelled_caller_leaves_the_shared_process_serving(
@@ -380,10 +363,10 @@ async def test_a_cancelled_caller_leaves_the_shared_process_serving(
     await staying.aclose()
 
     assert (served.output, again.output) == ("b", "c")
-    [pid] = _pids(log)
-    assert _alive(pid)
+    [pid] = logged_pids(log)
+    assert alive(pid)
     await pool.aclose()
-    assert not _alive(pid)
+    assert not alive(pid)
 
 
 async def test_a_pool_of_another_loop_gives_runs_their_own_sessions(
@@ -400,8 +383,8 @@ async def test_a_pool_of_another_loop_gives_runs_their_own_sessions(
     finally:
         other.close()
 
-    [pid] = _pids(log)
-    assert not _alive(pid)
+    [pid] = logged_pids(log)
+    assert not alive(pid)
 
 
 def test_only_operator_stdio_servers_can_be_shared() -> None:
@@ -438,7 +421,7 @@ async def test_a_shared_start_is_not_bound_to_the_deadline_of_the_run_that_began
 
     assert timed_out.error is not None and timed_out.error["code"] == -32001
     assert served.output == "b"
-    assert len(_pids(log)) == 1
+    assert len(logged_pids(log)) == 1
     await pool.aclose()
 
 
@@ -462,15 +445,15 @@ async def test_a_hung_shared_process_is_replaced_after_timeouts_in_a_row(
         return result.output if result.ok else str(result.error["code"])  # type: ignore[index]
 
     assert await echo("a", 30) == "a"
-    [hung] = _pids(log)
+    [hung] = logged_pids(log)
     os.kill(hung, signal.SIGSTOP)
     assert [await echo("b", 0.3), await echo("c", 0.3)] == ["-32001", "-32001"]
     assert await echo("d", 30) == "d"  # a new process
 
-    first, second = _pids(log)
+    first, second = logged_pids(log)
     assert first == hung and second != hung
     await pool.aclose()
-    assert not _alive(hung) and not _alive(second)
+    assert not alive(hung) and not alive(second)
 
 
 def test_a_shared_process_that_died_between_invocations_is_started_again() -> None:
@@ -491,16 +474,16 @@ def test_a_shared_process_that_died_between_invocations_is_started_again() -> No
 
     try:
         assert loop.run_until_complete(invocation("a")) == "a"
-        [first] = _pids(log)
+        [first] = logged_pids(log)
         exited = os.pidfd_open(first)
         os.kill(first, signal.SIGKILL)  # between invocations: the loop is not running
         select.select([exited], [], [], 30)  # it has died (and nobody has noticed)
         os.close(exited)
         assert loop.run_until_complete(invocation("b")) == "b"
         assert loop.run_until_complete(invocation("c")) == "c"
-        _, second = _pids(log)
+        _, second = logged_pids(log)
         loop.run_until_complete(pool.aclose())
-        assert not _alive(second)
+        assert not alive(second)
     finally:
         loop.close()
         log.unlink(missing_ok=True)
