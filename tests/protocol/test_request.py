@@ -15,6 +15,7 @@ from openai.types.responses.response_create_params import (
 )
 
 from responses_gateway.errors import InvalidRequestError
+from responses_gateway.testing.sdk_instances import INPUT_INSTANCES
 from responses_gateway.protocol import (
     INPUT_ITEM_TYPES,
     MODELLED_INPUT_ITEM_TYPES,
@@ -23,7 +24,7 @@ from responses_gateway.protocol import (
     FunctionCallItem,
     McpTool,
     MessageItem,
-    OpaqueItem,
+    RelayedItem,
     echo_fields,
     parse_create_request,
     public_server_url,
@@ -209,13 +210,75 @@ def _literal_strings(hint: Any) -> set[str]:
     return found
 
 
+def _sdk_instance(kind: str) -> dict[str, Any]:
+    return next(item for item in INPUT_INSTANCES[kind] if item["type"] == kind)
+
+
 @pytest.mark.parametrize("kind", OPAQUE_INPUT_ITEM_TYPES)
-def test_parse_create_request_other_sdk_item_types_kept_opaque(kind: str) -> None:
-    item = {"type": kind, "id": "x_1", "anything": [1, 2]}
+def test_parse_create_request_other_sdk_item_types_validated_and_kept(kind: str) -> None:
+    item = {**_sdk_instance(kind), "anything": [1, 2]}  # unknown keys are relayed too
     req = parse_create_request(_body(input=[item]))
     assert isinstance(req.input, list)
-    assert isinstance(req.input[0], OpaqueItem)
+    assert isinstance(req.input[0], RelayedItem)
     assert request_input(req) == [item]
+
+
+@pytest.mark.parametrize("kind", OPAQUE_INPUT_ITEM_TYPES)
+def test_parse_create_request_relayed_items_need_the_sdks_required_fields(kind: str) -> None:
+    item = _sdk_instance(kind)
+    for name in sorted(set(item) - {"type"}):
+        if (kind, name) in OPTIONAL_IN_SDK:
+            continue
+        broken = {key: value for key, value in item.items() if key != name}
+        with pytest.raises(InvalidRequestError) as caught:
+            parse_create_request(_body(input=[broken]))
+        assert (caught.value.code, caught.value.param) == (
+            "missing_required_parameter",
+            f"input[0].{name}",
+        ), name
+
+
+OPTIONAL_IN_SDK = {
+    ("computer_call", "action"),
+    ("tool_search_call", "call_id"),
+    ("tool_search_call", "execution"),
+    ("tool_search_call", "id"),
+    ("tool_search_call", "status"),
+    ("tool_search_output", "call_id"),
+    ("tool_search_output", "execution"),
+    ("tool_search_output", "status"),
+    ("configuration_update", "reasoning"),
+    ("shell_call", "status"),
+    ("apply_patch_call_output", "output"),
+}
+"""Keys the minimal SDK instances carry that the SDK's TypedDicts leave optional."""
+
+
+@pytest.mark.parametrize(
+    ("item", "param", "code"),
+    [
+        ({"type": "web_search_call", "id": ["x"], "status": "completed", "action": {}},
+         "input[0].id", "invalid_type"),
+        ({"type": "custom_tool_call", "call_id": [1], "name": "f", "input": "x"},
+         "input[0].call_id", "invalid_type"),
+        ({"type": "shell_call", "call_id": "c", "action": "ls"},
+         "input[0].action", "invalid_type"),
+        ({"type": "additional_tools", "role": "developer", "tools": [1]},
+         "input[0].tools[0]", "invalid_type"),
+        ({"type": "additional_tools", "role": "developer", "tools": [{"type": "function"}]},
+         "input[0].tools[0].name", "missing_required_parameter"),
+        ({"type": "apply_patch_call_output", "call_id": "c", "status": "done"},
+         "input[0].status", "invalid_value"),
+        ({"type": {"nested": 1}}, "input[0].type", "invalid_value"),
+        ({"type": ["message"]}, "input[0].type", "invalid_value"),
+    ],
+)  # fmt: skip
+def test_parse_create_request_hostile_items_refused_by_path(
+    item: dict[str, Any], param: str, code: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(input=[item]))
+    assert (caught.value.status_code, caught.value.param, caught.value.code) == (400, param, code)
 
 
 def test_parse_create_request_tools_validated_and_opaque_kept() -> None:
