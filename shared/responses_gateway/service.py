@@ -591,6 +591,7 @@ class Gateway:
             parse_create_request,
             request_input,
         )
+        from responses_gateway.protocol.resources import NOT_STORED, stored_item
 
         started_ms = int(time.time() * 1000)
         request = body if isinstance(body, CreateResponseRequest) else parse_create_request(body)
@@ -624,6 +625,9 @@ class Gateway:
         resolved = await self.store.get_items(tenant, wanted) if wanted else {}
         prepared = prepare_input(raw_input, context_ids=context_ids, resolved=resolved)
         approved = plan_approvals(context.history, prepared.items)
+        stored_items = [  # as reads show them
+            stored_item(item) for item in prepared.items if item.get("type") not in NOT_STORED
+        ]
         adapter = self.adapter_for(provider)
         transcript = expand_compactions(
             to_model_items(
@@ -711,10 +715,10 @@ class Gateway:
             max_tool_calls=self.max_tool_calls,
             persist=self._persister(
                 tenant,
-                prepared.items,
+                stored_items,
                 context,
                 request.store is not False,
-                {"api_key_id": api_key_id, "log": log, "input_items": prepared.items},
+                {"api_key_id": api_key_id, "log": log, "input_items": stored_items},
                 remember=_rememberer(memory, stream_id, context, prepared.items, request),
             ),
             budget=guard,
@@ -728,7 +732,7 @@ class Gateway:
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
             "api_key_id": api_key_id,
-            "input_items": prepared.items,
+            "input_items": stored_items,
             "chain": context.chain,
             "conversation": context.conversation_id,
             "mcp_tools": [

@@ -473,7 +473,7 @@ def _param(loc: tuple[int | str, ...], field: Any = None) -> str | None:
         else:
             path += f".{segment}" if path else segment
     if isinstance(field, str):
-        path += f".{field}" if path else field
+        path += f".{field}" if path and not field.startswith("[") else field
     return path or None
 
 
