@@ -15,7 +15,6 @@ from openai.types.responses.response_create_params import (
 )
 
 from responses_gateway.errors import InvalidRequestError
-from responses_gateway.testing.sdk_instances import INPUT_INSTANCES
 from responses_gateway.protocol import (
     INPUT_ITEM_TYPES,
     MODELLED_INPUT_ITEM_TYPES,
@@ -30,6 +29,7 @@ from responses_gateway.protocol import (
     public_server_url,
     request_input,
 )
+from responses_gateway.testing.sdk_instances import INPUT_INSTANCES
 
 MCP_SECRET_URL = "https://alice:s3cret@MCP.example.com:8443/v1/sse?token=abc#frag"
 
