@@ -109,6 +109,11 @@ class Provider:
     templates render it: vLLM, SGLang, llama.cpp with reasoning parsers)."""
     send_verbosity: bool = False
     """Chat wire: send ``text.verbosity`` as ``verbosity`` (servers that accept it)."""
+    streaming: Literal["auto", "on", "off"] = "auto"
+    """Chat and harmony wires: how model calls are asked for. ``auto`` streams, and serves an
+    upstream that cannot stream a request (a 2xx answer without a single event, or JSON) from
+    the same request sent unstreamed; ``off`` always calls unstreamed; ``on`` never falls back
+    (see :mod:`responses_gateway.adapters.wire`)."""
 
     @property
     def catch_all(self) -> bool:
@@ -302,7 +307,14 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         },
         send_reasoning_content=_flag(raw, "send_reasoning_content", name),
         send_verbosity=_flag(raw, "send_verbosity", name),
+        streaming=_streaming(raw.get("streaming", "auto"), name),
     )
+
+
+def _streaming(value: Any, name: str) -> Literal["auto", "on", "off"]:
+    if value not in ("auto", "on", "off"):
+        raise ConfigError(f"provider {name!r}: streaming must be 'auto', 'on' or 'off'")
+    return cast(Literal["auto", "on", "off"], value)
 
 
 def _table(value: Any, key: str, name: str) -> dict[str, Any]:
@@ -502,6 +514,7 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
                     "api_key": env.get("UPSTREAM_API_KEY") or None,
                     "api": env.get("UPSTREAM_API", "auto") or "auto",
                     "hosted_tools": env.get("UPSTREAM_HOSTED_TOOLS", "omit") or "omit",
+                    "streaming": env.get("UPSTREAM_STREAMING", "auto") or "auto",
                     "default": True,
                 }
             ]
