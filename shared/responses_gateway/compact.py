@@ -34,6 +34,7 @@ from responses_gateway.context.tokens import TokenCount, estimate
 from responses_gateway.errors import (
     GatewayError,
     InvalidRequestError,
+    UpstreamProtocolError,
     UpstreamTransportError,
 )
 from responses_gateway.ids import new_id
@@ -174,8 +175,13 @@ async def compact(gateway: Gateway, body: CompactRequest, tenant: str) -> dict[s
     assert provider is not None
     if transcript.wire == "responses":
         native = await _native(gateway, transcript, body)
+        if native is not None and not isinstance(native, dict):
+            raise UpstreamProtocolError("The upstream's compaction answer is no JSON object.")
         if native is not None:
-            return dict(native)
+            answer = dict(native)
+            if isinstance(answer.get("usage"), dict):  # every field the SDK reads, as ours
+                answer["usage"] = normalize_usage(answer["usage"])
+            return answer
     state = LoopState(
         response_id=new_id("resp"),
         created_at=int(time.time()),
