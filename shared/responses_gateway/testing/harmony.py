@@ -16,6 +16,7 @@ testing package stays importable without it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -67,11 +68,13 @@ def _chat_view(encoding: Any, tokens: list[int], body: dict[str, Any]) -> dict[s
         parsed = []
     messages: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
+    response_format: dict[str, Any] | None = None
     for message in parsed:
         role = str(message.author.role.value)
         text = "".join(getattr(c, "text", "") for c in message.content)
         if role == "developer":
             tools += _tools(text)
+            response_format = _response_format(text) or response_format
         elif role == "tool":
             messages.append({"role": "tool", "content": text})
         elif role in ("user", "assistant"):
@@ -79,7 +82,25 @@ def _chat_view(encoding: Any, tokens: list[int], body: dict[str, Any]) -> dict[s
     view: dict[str, Any] = {"messages": messages, "tools": tools}
     if isinstance(body.get("max_tokens"), int):
         view["max_tokens"] = body["max_tokens"]
+    if response_format is not None:
+        view["response_format"] = response_format
     return view
+
+
+def _response_format(developer: str) -> dict[str, Any] | None:
+    """The ``# Response Formats`` section of a developer message as a chat ``response_format``
+    (its schema is the section's last line, JSON)."""
+    _, found, section = developer.partition("# Response Formats")
+    if not found:
+        return None
+    if "## json_object" in section:
+        return {"type": "json_object"}
+    lines = [line for line in section.splitlines() if line.strip()]
+    try:
+        schema = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        schema = None
+    return {"type": "json_schema", "json_schema": {"schema": schema}}
 
 
 _TOOL = re.compile(r"^type (\w+) = \((?:_: \{)?")
