@@ -103,6 +103,22 @@ def test_stored_items_keep_what_the_client_sent_and_complete_the_rest(client: Te
     assert (data["first_id"], data["last_id"]) == (user["id"], shell["id"])
 
 
+def test_tool_output_parts_are_completed_too(client: TestClient) -> None:
+    sent = [
+        {"type": "function_call", "call_id": "c1", "name": "look", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1",
+         "output": [{"type": "input_image", "image_url": "https://x/a.png"}]},
+    ]  # fmt: skip
+    conversation = client.post("/v1/conversations", json={"items": sent}).json()["id"]
+
+    page = client.get(f"/v1/conversations/{conversation}/items", params={"order": "asc"}).json()
+
+    assert page["data"][1]["output"] == [
+        {"type": "input_image", "image_url": "https://x/a.png", "detail": "auto"}
+    ]
+    assert _problems("ConversationItemList", page) == []
+
+
 def test_an_empty_list_has_string_ids(client: TestClient) -> None:
     conversation = client.post("/v1/conversations", json={}).json()["id"]
     page = client.get(f"/v1/conversations/{conversation}/items").json()

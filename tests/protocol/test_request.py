@@ -250,6 +250,7 @@ OPTIONAL_IN_SDK = {
     ("configuration_update", "reasoning"),
     ("shell_call", "status"),
     ("apply_patch_call_output", "output"),
+    ("local_shell_call_output", "id"),  # or call_id: clients name the call either way
 }
 """Keys the minimal SDK instances carry that the SDK's TypedDicts leave optional."""
 
@@ -271,6 +272,23 @@ OPTIONAL_IN_SDK = {
          "input[0].status", "invalid_value"),
         ({"type": {"nested": 1}}, "input[0].type", "invalid_value"),
         ({"type": ["message"]}, "input[0].type", "invalid_value"),
+        ({"type": "computer_call", "id": "cu", "call_id": "c", "pending_safety_checks": [],
+          "status": "completed", "action": {"type": "click", "button": "back", "x": 0, "y": []}},
+         "input[0].action.y", "invalid_type"),
+        ({"type": "computer_call", "id": "cu", "call_id": "c", "pending_safety_checks": [],
+          "status": "completed", "action": {"type": "fly"}},
+         "input[0].action.type", "invalid_value"),
+        ({"type": "tool_search_output", "tools": [{"type": "shell", "environment": []}]},
+         "input[0].tools[0].environment", "invalid_type"),
+        ({"type": "function_call_output", "call_id": "c",
+          "output": [{"type": "input_file", "file_url": None}]},
+         "input[0].output[0].file_url", "invalid_type"),
+        ({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "x", "annotations": [{"type": "url_citation"}]}]},
+         "input[0].content[0].annotations[0].url", "missing_required_parameter"),
+        ({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "x", "annotations": [{"type": "footnote"}]}]},
+         "input[0].content[0].annotations[0].type", "invalid_value"),
     ],
 )  # fmt: skip
 def test_parse_create_request_hostile_items_refused_by_path(
@@ -279,6 +297,34 @@ def test_parse_create_request_hostile_items_refused_by_path(
     with pytest.raises(InvalidRequestError) as caught:
         parse_create_request(_body(input=[item]))
     assert (caught.value.status_code, caught.value.param, caught.value.code) == (400, param, code)
+
+
+@pytest.mark.parametrize(
+    ("tool", "param", "code"),
+    [
+        ({"type": "shell", "environment": "local"}, "tools[0].environment", "invalid_type"),
+        ({"type": "web_search", "search_context_size": "huge"},
+         "tools[0].search_context_size", "invalid_value"),
+        ({"type": "file_search", "vector_store_ids": "vs_1"},
+         "tools[0].vector_store_ids", "invalid_type"),
+        ({"type": "custom", "name": ""}, "tools[0].name", "empty_string"),
+    ],
+)  # fmt: skip
+def test_parse_create_request_hosted_tool_fields_typed(
+    tool: dict[str, Any], param: str, code: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(tools=[tool]))
+    assert (caught.value.param, caught.value.code) == (param, code)
+
+
+def test_parse_create_request_hosted_tools_keep_what_clients_send() -> None:
+    tools = [
+        {"type": "web_search", "external_web_access": True, "search_content_types": ["text"]},
+        {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]},
+        {"type": "some_future_tool", "anything": [1]},
+    ]
+    assert echo_fields(parse_create_request(_body(tools=tools)))["tools"] == tools
 
 
 def test_parse_create_request_tools_validated_and_opaque_kept() -> None:

@@ -16,22 +16,34 @@ request.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Discriminator, Tag, create_model
 from pydantic_core import PydanticCustomError
 
 __all__ = [
+    "REQUIRED",
     "Lenient",
     "NonEmptyStr",
     "bounded",
     "custom_error",
     "list_or_object",
+    "models_from_table",
     "non_empty",
     "object_union",
+    "optional",
     "string_or_object",
     "tagged_union_by_type",
+    "union_of",
 ]
+
+REQUIRED = ...
+"""Marks a required field in a table row (``name: (type, REQUIRED)``)."""
+
+
+def optional(annotation: Any) -> tuple[Any, None]:
+    """A table row's optional field: ``annotation`` or null, absent by default."""
+    return (annotation | None, None)
 
 
 class Lenient(BaseModel):
@@ -139,3 +151,42 @@ def string_or_object(value: Any) -> str | None:
     if isinstance(value, Mapping | BaseModel):
         return "#object"
     return None
+
+
+def _camel(kind: str) -> str:
+    return "".join(part.capitalize() for part in kind.split("_"))
+
+
+def models_from_table(
+    rows: Mapping[str, Mapping[str, tuple[Any, Any]]], base: type[BaseModel], suffix: str
+) -> dict[str, type[BaseModel]]:
+    """One model per row of a table of object types told apart by ``type``: the row's key is
+    the ``type`` value, its value the fields (``name: (annotation, REQUIRED or a default)``)."""
+    return {
+        kind: create_model(  # type: ignore[call-overload]
+            _camel(kind) + suffix,
+            __base__=base,
+            __doc__=f"A ``{kind}`` {suffix.lower()}, field by field.",
+            type=(Literal[kind], REQUIRED),
+            **fields,
+        )
+        for kind, fields in rows.items()
+    }
+
+
+def union_of(
+    models: Mapping[str, type[BaseModel]],
+    *,
+    fallback: type[BaseModel] | None = None,
+    expected: str = "an object",
+) -> Any:
+    """The union of ``models`` (keyed by their ``type``), picked by ``type``. Any other type is
+    ``fallback`` when given (kept as sent), else an ``invalid_value`` error on ``type`` naming
+    the supported values."""
+    members: list[Any] = [Annotated[model, Tag("#" + kind)] for kind, model in models.items()]
+    if fallback is None:
+        supported: Any = Literal[tuple(models)]
+        fallback = create_model("UnknownType", __base__=Lenient, type=(supported, REQUIRED))
+    members.append(Annotated[fallback, Tag("#other")])
+    pick = tagged_union_by_type({kind: "#" + kind for kind in models}, fallback="#other")
+    return Annotated[Union[tuple(members)], object_union(pick, expected)]  # noqa: UP007

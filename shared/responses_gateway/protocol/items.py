@@ -27,11 +27,18 @@ decides nothing; canonicalizing items for the model is :mod:`responses_gateway.l
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic_core import PydanticCustomError
 
-from responses_gateway.protocol.fields import object_union, tagged_union_by_type
+from responses_gateway.protocol.fields import (
+    REQUIRED,
+    models_from_table,
+    object_union,
+    tagged_union_by_type,
+    union_of,
+)
 from responses_gateway.protocol.relayed_items import (
     RELAYED_ITEM_FIELDS,
     RelayedInputItem,
@@ -39,6 +46,7 @@ from responses_gateway.protocol.relayed_items import (
 )
 
 __all__ = [
+    "ANNOTATION_FIELDS",
     "INPUT_ITEM_TYPES",
     "MODELLED_INPUT_ITEM_TYPES",
     "OPAQUE_INPUT_ITEM_TYPES",
@@ -149,7 +157,8 @@ class InputImagePart(_Lenient):
 
 
 class InputFilePart(_Lenient):
-    """``{"type":"input_file","file_id"|"file_data"|"file_url","filename"}``."""
+    """``{"type":"input_file","file_id"|"file_data"|"file_url","filename"}`` (only ``file_id``
+    may be null, as OpenAI's spec has it)."""
 
     type: Literal["input_file"]
     file_id: str | None = None
@@ -157,13 +166,39 @@ class InputFilePart(_Lenient):
     file_url: str | None = None
     filename: str | None = None
 
+    @field_validator("file_data", "file_url", "filename", mode="before")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise PydanticCustomError("invalid_type", "a string")
+        return value
+
+
+ANNOTATION_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "file_citation": {"file_id": (str, REQUIRED), "filename": (str, REQUIRED),
+                      "index": (int, REQUIRED)},
+    "url_citation": {"url": (str, REQUIRED), "title": (str, REQUIRED),
+                     "start_index": (int, REQUIRED), "end_index": (int, REQUIRED)},
+    "container_file_citation": {"container_id": (str, REQUIRED), "file_id": (str, REQUIRED),
+                                "filename": (str, REQUIRED), "start_index": (int, REQUIRED),
+                                "end_index": (int, REQUIRED)},
+    "file_path": {"file_id": (str, REQUIRED), "index": (int, REQUIRED)},
+}  # fmt: skip
+"""An ``output_text`` annotation type -> its fields, as the SDK types them."""
+
+if TYPE_CHECKING:
+    Annotation = dict[str, Any]
+else:
+    Annotation = union_of(models_from_table(ANNOTATION_FIELDS, _Lenient, "Annotation"))
+"""One annotation of a replayed ``output_text`` part."""
+
 
 class OutputTextPart(_Lenient):
     """An assistant message's text, as clients replay it."""
 
     type: Literal["output_text"]
     text: str
-    annotations: list[dict[str, Any]] | None = None
+    annotations: list[Annotation] | None = None
     logprobs: list[dict[str, Any]] | None = None
 
 

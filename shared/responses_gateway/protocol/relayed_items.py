@@ -4,25 +4,38 @@ Owns :data:`RELAYED_ITEM_FIELDS`, one row per item type of the SDK's ``ResponseI
 that :mod:`~responses_gateway.protocol.items` does not model itself (``web_search_call``,
 ``shell_call``, ``additional_tools``...): the fields the SDK declares for it, each with its type
 and whether it is required, and :data:`RelayedInputItem`, the union of the models built from
-those rows. The rows follow the SDK's TypedDicts (required keys required; ids, call ids, names,
-statuses and text typed strictly; nested objects checked to be objects or arrays, their inside
-left to the upstream), so a hostile item (an id that is an array, a call without ``call_id``) is a
-400 naming ``input[i].<field>`` at every door, and nothing downstream (the chat adapter's call
-pairing, the conversation store's item index) ever sees one. Tools an item offers
-(``additional_tools``, ``tool_search_output``) are the request's own :data:`Tool` models.
-Unknown keys are kept (clients relay what they got). Converts and decides nothing.
+those rows; a computer call's actions are a table of their own
+(:data:`COMPUTER_ACTION_FIELDS`). The rows follow the SDK's TypedDicts (required keys required;
+ids, call ids, names, statuses and text typed strictly; other nested objects checked to be
+objects or arrays, their inside left to the upstream), so a hostile item (an id that is an
+array, a call without ``call_id``) is a 400 naming ``input[i].<field>`` at every door, and
+nothing downstream (the chat adapter's call pairing, the conversation store's item index) ever
+sees one. Tools an item offers (``additional_tools``, ``tool_search_output``) are the request's
+own :data:`Tool` models. Unknown keys are kept (clients relay what they got). Converts and
+decides nothing.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Tag, create_model
-
-from responses_gateway.protocol.fields import Lenient, object_union, tagged_union_by_type
+from responses_gateway.protocol.fields import (
+    REQUIRED as R,
+    Lenient,
+    models_from_table,
+    optional as _optional,
+    union_of,
+)
 from responses_gateway.protocol.tools import Tool
 
-__all__ = ["RELAYED_ITEM_FIELDS", "RelayedItem", "RelayedInputItem", "relayed_item_model"]
+__all__ = [
+    "COMPUTER_ACTION_FIELDS",
+    "RELAYED_ITEM_FIELDS",
+    "ComputerAction",
+    "RelayedInputItem",
+    "RelayedItem",
+    "relayed_item_model",
+]
 
 ItemStatus = Literal["in_progress", "completed", "incomplete"]
 SearchStatus = Literal["in_progress", "searching", "completed", "incomplete", "failed"]
@@ -36,12 +49,42 @@ class RelayedItem(Lenient):
     type: str
 
 
-def _optional(annotation: Any) -> tuple[Any, None]:
-    return (annotation | None, None)
+class _Point(Lenient):
+    """A point of a ``drag`` path."""
+
+    x: int
+    y: int
 
 
-R = ...
-"""Marks a required field in a row (``(type, R)``)."""
+COMPUTER_ACTION_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "click": {
+        "button": (Literal["left", "right", "wheel", "back", "forward"], R),
+        "x": (int, R),
+        "y": (int, R),
+        "keys": _optional(list[str]),
+    },
+    "double_click": {"x": (int, R), "y": (int, R), "keys": (list[str] | None, R)},
+    "drag": {"path": (list[_Point], R), "keys": _optional(list[str])},
+    "keypress": {"keys": (list[str], R)},
+    "move": {"x": (int, R), "y": (int, R), "keys": _optional(list[str])},
+    "screenshot": {},
+    "scroll": {
+        "x": (int, R),
+        "y": (int, R),
+        "scroll_x": (int, R),
+        "scroll_y": (int, R),
+        "keys": _optional(list[str]),
+    },
+    "type": {"text": (str, R)},
+    "wait": {},
+}
+"""A computer call's action type -> its fields, as the SDK types them."""
+
+if TYPE_CHECKING:
+    ComputerAction = Lenient
+else:
+    ComputerAction = union_of(models_from_table(COMPUTER_ACTION_FIELDS, Lenient, "Action"))
+"""One computer action (an unknown action type: ``invalid_value`` on its ``type``)."""
 
 RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "additional_tools": {
@@ -75,8 +118,8 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "call_id": (str, R),
         "pending_safety_checks": (list[Obj], R),
         "status": (ItemStatus, R),
-        "action": _optional(Obj),
-        "actions": _optional(list[Obj]),
+        "action": _optional(ComputerAction),
+        "actions": _optional(list[ComputerAction]),
     },
     "computer_call_output": {
         "call_id": (str, R),
@@ -119,8 +162,9 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "action": (Obj, R),
         "status": (ItemStatus, R),
     },
-    "local_shell_call_output": {
-        "id": (str, R),
+    "local_shell_call_output": {  # the SDK names its call by ``id``; clients also use call_id
+        "id": _optional(str),
+        "call_id": _optional(str),
         "output": (str, R),
         "status": _optional(ItemStatus),
     },
@@ -173,20 +217,9 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
 """Item type -> its fields (``name: (type, R)`` when required, else ``(type | None, None)``)."""
 
 
-def _model_name(kind: str) -> str:
-    return "".join(part.capitalize() for part in kind.split("_")) + "Item"
-
-
-_MODELS: dict[str, type[RelayedItem]] = {
-    kind: create_model(  # type: ignore[call-overload]
-        _model_name(kind),
-        __base__=RelayedItem,
-        __doc__=f"A ``{kind}`` input item, as the SDK types it.",
-        type=(Literal[kind], R),
-        **fields,
-    )
-    for kind, fields in RELAYED_ITEM_FIELDS.items()
-}
+_MODELS: dict[str, type[RelayedItem]] = models_from_table(  # type: ignore[assignment]
+    RELAYED_ITEM_FIELDS, RelayedItem, "Item"
+)
 
 
 def relayed_item_model(kind: str) -> type[RelayedItem]:
@@ -201,9 +234,6 @@ def relayed_item_model(kind: str) -> type[RelayedItem]:
 if TYPE_CHECKING:
     RelayedInputItem = RelayedItem
 else:
-    RelayedInputItem = Annotated[
-        Union[tuple(Annotated[model, Tag("#" + kind)] for kind, model in _MODELS.items())],  # noqa: UP007
-        object_union(tagged_union_by_type({kind: "#" + kind for kind in _MODELS})),
-    ]
+    RelayedInputItem = union_of(_MODELS)
 """One relayed input item: its type's model (reached through
 :data:`~responses_gateway.protocol.items.InputItem`, which picks it by ``type``)."""

@@ -14,8 +14,9 @@ consumed and not stored. The completions, one row per item type in
 * keys the resource requires that may be null, as null (``shell_call.environment``,
   ``shell_call_output.max_output_length``, a tool search's ``call_id``), and a tool search's
   ``execution`` as ``"server"`` (the tool's default);
-* content parts: ``output_text`` with ``annotations`` and ``logprobs`` (``[]``), ``input_image``
-  with ``detail`` (``"auto"``, OpenAI's default);
+* content parts (of a message, or a function or custom tool call's ``output`` list):
+  ``output_text`` with ``annotations`` and ``logprobs`` (``[]``), ``input_image`` with
+  ``detail`` (``"auto"``, OpenAI's default);
 * two keys OpenAI's spec requires without defining them, copied from the item's own
   (:data:`COPIED_KEYS`): ``local_shell_call_output.call_id`` (the SDK's ``id`` of that item is
   the call's id) and ``mcp_approval_response.request_id`` (its ``approval_request_id``).
@@ -73,6 +74,13 @@ COPIED_KEYS: dict[str, dict[str, str]] = {
 }
 """Item type -> {key the spec requires: the item's own key holding its value}."""
 
+_PARTS_KEY = {
+    "message": "content",
+    "function_call_output": "output",
+    "custom_tool_call_output": "output",
+}
+"""Where an item type keeps its content parts."""
+
 _PART_DEFAULTS: dict[str, dict[str, Any]] = {
     "output_text": {"annotations": [], "logprobs": []},
     "input_image": {"detail": "auto"},
@@ -108,7 +116,8 @@ def stored_item(item: dict[str, Any]) -> dict[str, Any]:
     for key, source in COPIED_KEYS.get(kind, {}).items():
         if completed.get(key) is None and completed.get(source) is not None:
             completed[key] = completed[source]
-    content = completed.get("content")
-    if kind == "message" and isinstance(content, list):
-        completed["content"] = [_part(part) for part in content]
+    key = _PARTS_KEY.get(kind)
+    parts = completed.get(key) if key is not None else None
+    if key is not None and isinstance(parts, list):
+        completed[key] = [_part(part) for part in parts]
     return completed

@@ -16,7 +16,7 @@ Owns :data:`Tool` (``function`` and ``mcp`` tools field by field, every other ty
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import Tag, model_validator
@@ -26,13 +26,16 @@ from responses_gateway.protocol.fields import (
     NonEmptyStr,
     custom_error,
     list_or_object,
+    models_from_table,
     object_union,
+    optional,
     string_or_object,
-    tagged_union_by_type,
+    union_of,
 )
 from responses_gateway.protocol.schema_check import schema_problem
 
 __all__ = [
+    "HOSTED_TOOL_FIELDS",
     "FunctionTool",
     "McpApprovalFilter",
     "McpTool",
@@ -134,10 +137,79 @@ class OpaqueTool(Lenient):
     type: str
 
 
-Tool = Annotated[
-    Annotated[FunctionTool, Tag("#function")]
-    | Annotated[McpTool, Tag("#mcp")]
-    | Annotated[OpaqueTool, Tag("#other")],
-    object_union(tagged_union_by_type({"function": "#function", "mcp": "#mcp"}, fallback="#other")),
-]
+Obj = dict[str, Any]
+_SIZE = Literal["low", "medium", "high"]
+_WEB_SEARCH: dict[str, tuple[Any, Any]] = {
+    "search_context_size": optional(_SIZE),
+    "user_location": optional(Obj),
+    "filters": optional(Obj),
+    "external_web_access": optional(bool),
+    "search_content_types": optional(list[str]),
+}
+
+HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "apply_patch": {"allowed_callers": optional(list[str])},
+    "code_interpreter": {"container": optional(str | Obj)},
+    "computer": {},
+    "computer_use_preview": {
+        "display_height": optional(int),
+        "display_width": optional(int),
+        "environment": optional(str),
+    },
+    "custom": {
+        "name": optional(NonEmptyStr),
+        "description": optional(str),
+        "format": optional(Obj),
+        "defer_loading": optional(bool),
+    },
+    "file_search": {
+        "vector_store_ids": optional(list[str]),
+        "max_num_results": optional(int),
+        "filters": optional(Obj),
+        "ranking_options": optional(Obj),
+    },
+    "image_generation": {
+        "model": optional(str),
+        "quality": optional(str),
+        "size": optional(str),
+        "output_format": optional(str),
+        "background": optional(str),
+        "moderation": optional(str),
+        "partial_images": optional(int),
+        "output_compression": optional(int),
+        "input_fidelity": optional(str),
+        "input_image_mask": optional(Obj),
+    },
+    "local_shell": {},
+    "namespace": {
+        "name": optional(str),
+        "description": optional(str),
+        "tools": optional(list[Obj]),
+    },
+    "programmatic_tool_calling": {},
+    "shell": {"environment": optional(Obj), "allowed_callers": optional(list[str])},
+    "tool_search": {
+        "execution": optional(Literal["server", "client"]),
+        "description": optional(str),
+        "parameters": optional(Obj),
+    },
+    "web_search": _WEB_SEARCH,
+    "web_search_2025_08_26": _WEB_SEARCH,
+    "web_search_preview": _WEB_SEARCH,
+    "web_search_preview_2025_03_11": _WEB_SEARCH,
+}
+"""Hosted tool type -> the fields of it that the SDK types, checked when present (the
+gateway relays or lowers these tools; it requires none of their fields: clients send what their
+own hosted tools take). Any other tool type is an :class:`OpaqueTool`."""
+
+_TOOLS: dict[str, Any] = {
+    "function": FunctionTool,
+    "mcp": McpTool,
+    **models_from_table(HOSTED_TOOL_FIELDS, OpaqueTool, "Tool"),
+}
+
+if TYPE_CHECKING:
+    Tool = FunctionTool | McpTool | OpaqueTool
+else:
+    Tool = union_of(_TOOLS, fallback=OpaqueTool)
 """One element of ``tools``."""
