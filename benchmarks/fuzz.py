@@ -316,38 +316,84 @@ class Oracle:
     def component(self, name: str) -> dict[str, Any]:
         return {"$ref": f"#/components/schemas/{name}"}
 
-    def problems(self, schema: dict[str, Any], instance: Any) -> list[str]:
+    def problems(self, schema: dict[str, Any], instance: Any, depth: int = 0) -> list[str]:
         """Each violation of ``instance`` against ``schema``, as ``where: what`` (deduplicated;
-        a ``oneOf``/``anyOf`` failure on an object is explained by the branch of its ``type``)."""
+        a ``oneOf``/``anyOf`` failure on an object with a ``type`` is explained by the component
+        schemas of that type: the errors of the one it comes closest to)."""
         found: list[str] = []
         for error in self.validator(schema).iter_errors(instance):
             path = list(error.instance_path)
             where = _typed_path(instance, path)
-            what = self._what(error, instance, path)
-            found.append(f"{where}: {what}")
+            node = _node(instance, path)
+            keyword = str(list(error.schema_path)[-1]) if list(error.schema_path) else "?"
+            explained = (
+                self._explain(node, depth) if keyword in {"oneOf", "anyOf"} and depth < 3 else []
+            )
+            if explained:
+                found += [f"{where.rstrip('/')}{inner}" for inner in explained]
+            else:
+                found.append(f"{where}: {self._what(error, keyword, node)}")
         return sorted(set(found))
 
-    def _what(self, error: Any, instance: Any, path: list[Any]) -> str:
-        keyword = str(list(error.schema_path)[-1]) if list(error.schema_path) else "?"
+    def _typed(self, kind: str) -> list[str]:
+        """The component schemas whose ``type`` property is ``kind`` (an enum or a const)."""
+        if not hasattr(self, "_by_type"):
+            by_type: dict[str, list[str]] = {}
+            for name, schema in self.spec["components"]["schemas"].items():
+                prop = self._property(schema, "type")
+                values = prop.get("enum") or ([prop["const"]] if "const" in prop else [])
+                for value in values if len(values) == 1 else ():
+                    by_type.setdefault(str(value), []).append(name)
+            self._by_type = by_type
+        return self._by_type.get(kind, [])
+
+    def _property(self, schema: Any, name: str, depth: int = 0) -> dict[str, Any]:
+        """``schema``'s property ``name``, looking through ``allOf`` parts and references."""
+        if not isinstance(schema, dict) or depth > 4:
+            return {}
+        if "$ref" in schema:
+            return self._property(_resolve(self.spec, schema["$ref"]), name, depth + 1)
+        found = (schema.get("properties") or {}).get(name)
+        if isinstance(found, dict):
+            return self._property(found, "", depth + 1) if not name else found
+        for part in schema.get("allOf") or []:
+            found = self._property(part, name, depth + 1)
+            if found:
+                return found
+        return {}
+
+    def _explain(self, node: Any, depth: int) -> list[str]:
+        if not isinstance(node, dict) or not isinstance(node.get("type"), str):
+            return []
+        best: list[str] | None = None
+        for name in self._typed(node["type"]):
+            errors = self.problems(self.component(name), node, depth + 1)
+            if best is None or len(errors) < len(best):
+                best = errors
+        return best or []
+
+    def _what(self, error: Any, keyword: str, node: Any) -> str:
         message = str(error.message)
         if keyword in {"oneOf", "anyOf"}:
             return f"{keyword}: matches no branch"
         if keyword == "required":
-            missing = re.findall(r"'([^']+)' is a required property", message)
-            return f"required {missing[0]}" if missing else "required"
+            missing = re.findall(r"""["']([^"']+)["'] is a required property""", message)
+            return f"required {missing[0]}" if missing else f"required ({message[:60]})"
         if keyword in {"type", "enum", "const"}:
-            node: Any = instance
-            for segment in path:
-                try:
-                    node = node[segment]
-                except (KeyError, IndexError, TypeError):
-                    node = None
-                    break
-            shown = json.dumps(node)[:40] if node is not None else "null"
-            return f"{keyword}: {shown}"
+            return f"{keyword}: {json.dumps(node)[:40]}"
         if keyword == "additionalProperties":
             return "additionalProperties: " + message[message.find("(") :][:80]
         return f"{keyword}: {message[:100]}"
+
+
+def _node(instance: Any, path: list[Any]) -> Any:
+    node = instance
+    for segment in path:
+        try:
+            node = node[segment]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return node
 
 
 def sse_events(text: str) -> list[Any]:
