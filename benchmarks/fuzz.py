@@ -368,8 +368,8 @@ class Oracle:
         best: list[str] | None = None
         for name in self._typed(node["type"]):
             errors = self.problems(self.component(name), node, depth + 1)
-            if best is None or len(errors) < len(best):
-                best = errors
+            if errors and (best is None or len(errors) < len(best)):
+                best = errors  # a schema the object fits (an input form) explains nothing
         return best or []
 
     def _what(self, error: Any, keyword: str, node: Any) -> str:
