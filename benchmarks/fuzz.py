@@ -607,26 +607,40 @@ def _settings(examples: int) -> Any:
     )
 
 
+GENERATION_ATTEMPTS = 4
+"""Runs (each with the next seed) that may fill an operation's count when schemathesis stops
+generating (its generator gives up on some schema corners, at random points of a run)."""
+
+
 def _generate(strategy: Any, count: int, seed: int, send: Callable[[Any], None]) -> int:
     """Feed up to ``count`` cases of ``strategy`` to ``send`` (seeded); how many were sent.
-    A strategy that cannot produce a case (a negative mode with nothing to break) sends 0."""
+    A strategy that cannot produce a case (a negative mode with nothing to break) sends 0; one
+    whose generator fails mid-run is run again with the next seed, at most
+    :data:`GENERATION_ATTEMPTS` times in all (the failures are printed)."""
     import hypothesis
     from hypothesis.errors import Unsatisfiable
 
     sent = {"n": 0}
-    if count <= 0:
-        return 0
+    for attempt in range(GENERATION_ATTEMPTS):
+        if sent["n"] >= count:
+            break
 
-    @hypothesis.seed(seed)
-    @_settings(count)
-    @hypothesis.given(case=strategy)
-    def run(case: Any) -> None:
-        if sent["n"] < count:
-            sent["n"] += 1
-            send(case)
+        @hypothesis.seed(seed + attempt)
+        @_settings(count - sent["n"])
+        @hypothesis.given(case=strategy)
+        def run(case: Any) -> None:
+            if sent["n"] < count:
+                sent["n"] += 1
+                send(case)
 
-    with contextlib.suppress(Unsatisfiable):
-        run()
+        try:
+            run()
+            break
+        except Unsatisfiable:
+            break
+        except Exception as exc:  # schemathesis could not generate further: try another seed
+            print(f"  generation stopped after {sent['n']} cases: {type(exc).__name__}: "
+                  f"{str(exc).splitlines()[0][:160]}", flush=True)  # fmt: skip
     return sent["n"]
 
 
