@@ -8,14 +8,16 @@ bodies get real answers."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, Phase, settings
-from schemathesis.specs.openapi.checks import response_schema_conformance
 from tests.reliability.conftest import LIMITS, Stack
 
 from responses_gateway.app import create_app
@@ -44,8 +46,37 @@ def _schema(path: Path) -> Any:
     return schema
 
 
-openai_schema = _schema(FIXTURES / "openapi" / "gateway.json")
-openresponses_schema = _schema(FIXTURES / "openresponses" / "openapi.json")
+SPECS = {
+    "openai": FIXTURES / "openapi" / "gateway.json",
+    "openresponses": FIXTURES / "openresponses" / "openapi.json",
+}
+openai_schema = _schema(SPECS["openai"])
+openresponses_schema = _schema(SPECS["openresponses"])
+
+
+@cache
+def _components(spec: str) -> dict[str, Any]:
+    return dict(json.loads(SPECS[spec].read_text())["components"])
+
+
+@cache
+def _validator(spec: str, schema: str) -> Any:
+    """A JSON Schema validator of ``schema`` (JSON text) with the spec's components: plain JSON
+    Schema semantics (a discriminator without a mapping, as Open Responses writes some, is not
+    read as one)."""
+    return jsonschema_rs.validator_for({**json.loads(schema), "components": _components(spec)})
+
+
+def _problems(spec: str, case: Any, status: int, body: Any) -> list[str]:
+    answers = case.operation.definition.raw.get("responses", {})
+    answer = answers.get(str(status)) or {}
+    schema = (answer.get("content", {}).get("application/json") or {}).get("schema")
+    if not isinstance(schema, dict):
+        return []
+    validator = _validator(spec, json.dumps(schema, sort_keys=True))
+    return [f"{list(e.instance_path)}: {e.message[:300]}" for e in validator.iter_errors(body)]
+
+
 CASE_SETTINGS = settings(
     max_examples=EXAMPLES,
     derandomize=True,
@@ -93,7 +124,7 @@ def _check(spec: str, case: Any, fuzz_url: str) -> None:
     content_type = content_type[0] if isinstance(content_type, list) else content_type
     checked = (spec, case.operation.label) not in UNCHECKED_2XX
     if status < 300 and content_type.startswith("application/json") and checked:
-        case.validate_response(response, checks=[response_schema_conformance])
+        assert _problems(spec, case, status, response.json()) == [], case.as_curl_command()
 
 
 @openai_schema.parametrize()
