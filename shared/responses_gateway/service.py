@@ -64,6 +64,7 @@ from responses_gateway.protocol.contract import (
     check_request,
     checked_fields,
 )
+from responses_gateway.protocol.resources import NOT_STORED, stored_item
 from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 from responses_gateway.usage.budget import BudgetGuard
@@ -591,7 +592,6 @@ class Gateway:
             parse_create_request,
             request_input,
         )
-        from responses_gateway.protocol.resources import NOT_STORED, stored_item
 
         started_ms = int(time.time() * 1000)
         request = body if isinstance(body, CreateResponseRequest) else parse_create_request(body)
