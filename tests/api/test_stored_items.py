@@ -119,6 +119,21 @@ def test_tool_output_parts_are_completed_too(client: TestClient) -> None:
     assert _problems("ConversationItemList", page) == []
 
 
+def test_a_null_the_resource_has_no_null_for_is_left_out(client: TestClient) -> None:
+    sent = [
+        {"type": "computer_call", "id": "cu_1", "call_id": "c1", "pending_safety_checks": [],
+         "status": "completed", "action": {"type": "screenshot"}},
+        {"type": "computer_call_output", "call_id": "c1", "acknowledged_safety_checks": None,
+         "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,AA=="}},
+    ]  # fmt: skip
+    conversation = client.post("/v1/conversations", json={"items": sent}).json()["id"]
+
+    page = client.get(f"/v1/conversations/{conversation}/items", params={"order": "asc"}).json()
+
+    assert "acknowledged_safety_checks" not in page["data"][1]
+    assert _problems("ConversationItemList", page) == []
+
+
 def test_an_empty_list_has_string_ids(client: TestClient) -> None:
     conversation = client.post("/v1/conversations", json={}).json()["id"]
     page = client.get(f"/v1/conversations/{conversation}/items").json()

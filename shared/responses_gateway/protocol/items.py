@@ -315,6 +315,8 @@ class FunctionCallItem(_Lenient):
     arguments: str
     id: str | None = None
     status: ItemStatus | None = None
+    namespace: str | None = None
+    caller: dict[str, Any] | None = None
 
 
 class FunctionCallOutputItem(_Lenient):
@@ -330,6 +332,9 @@ class FunctionCallOutputItem(_Lenient):
     output: FunctionOutput
     id: str | None = None
     status: ItemStatus | None = None
+    name: str | None = None
+    namespace: str | None = None
+    caller: dict[str, Any] | None = None
 
 
 class ItemReference(_Lenient):

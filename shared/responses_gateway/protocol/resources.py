@@ -22,7 +22,8 @@ consumed and not stored. The completions, one row per item type in
   the call's id) and ``mcp_approval_response.request_id`` (its ``approval_request_id``).
 
 A value the client sent is never changed; a null where the resource wants a value counts as
-absent. Converts nothing else and decides nothing.
+absent (a default fills it, or the key is left out: :data:`NULL_MEANS_ABSENT`). Converts
+nothing else and decides nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 __all__ = [
     "COPIED_KEYS",
+    "NULL_MEANS_ABSENT",
     "NOT_CONVERSATION_ITEMS",
     "NOT_STORED",
     "RESOURCE_DEFAULTS",
@@ -67,6 +69,13 @@ RESOURCE_DEFAULTS: dict[str, dict[str, Any]] = {
 """Item type -> the keys its resource requires and their value when the client sent none (a
 ``None`` default: the key may be null, so a null the client sent stays; a dict default: the keys
 the nested object requires, completed the same way)."""
+
+NULL_MEANS_ABSENT: dict[str, tuple[str, ...]] = {
+    "computer_call_output": ("acknowledged_safety_checks",),
+    "function_call_output": ("call_id", "name", "namespace"),
+}
+"""Keys the SDK lets a client send as null that the resource has no null for: dropped when
+null (a null there says "none", which the resource says by leaving the key out)."""
 
 COPIED_KEYS: dict[str, dict[str, str]] = {
     "local_shell_call_output": {"call_id": "id"},
@@ -113,11 +122,14 @@ def stored_item(item: dict[str, Any]) -> dict[str, Any]:
                 completed[key] = _completed(completed[key], value)
         elif completed.get(key) is None:
             completed[key] = value
+    for absent in NULL_MEANS_ABSENT.get(kind, ()):
+        if absent in completed and completed[absent] is None:
+            del completed[absent]
     for key, source in COPIED_KEYS.get(kind, {}).items():
         if completed.get(key) is None and completed.get(source) is not None:
             completed[key] = completed[source]
-    key = _PARTS_KEY.get(kind)
-    parts = completed.get(key) if key is not None else None
-    if key is not None and isinstance(parts, list):
-        completed[key] = [_part(part) for part in parts]
+    where = _PARTS_KEY.get(kind)
+    parts = completed.get(where) if where is not None else None
+    if where is not None and isinstance(parts, list):
+        completed[where] = [_part(part) for part in parts]
     return completed
