@@ -399,10 +399,9 @@ def _node(instance: Any, path: list[Any]) -> Any:
 def sse_events(text: str) -> list[Any]:
     """The JSON data of each event of an SSE body (non-JSON data kept as a string)."""
     events: list[Any] = []
-    for block in re.split(r"\r?\n\r?\n", text):
-        data = "\n".join(
-            line[5:].removeprefix(" ") for line in block.splitlines() if line.startswith("data:")
-        )
+    for block in re.split(r"(?:\r\n|\r|\n){2}", text):
+        lines = re.split(r"\r\n|\r|\n", block)  # SSE's line ends only (not str.splitlines')
+        data = "\n".join(line[5:].removeprefix(" ") for line in lines if line.startswith("data:"))
         if not data or data == "[DONE]":
             continue
         try:

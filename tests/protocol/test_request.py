@@ -308,6 +308,10 @@ def test_parse_create_request_hostile_items_refused_by_path(
         ({"type": "file_search", "vector_store_ids": "vs_1"},
          "tools[0].vector_store_ids", "invalid_type"),
         ({"type": "custom", "name": ""}, "tools[0].name", "empty_string"),
+        ({"type": "web_search", "user_location": {"timezone": 3.5}},
+         "tools[0].user_location.timezone", "invalid_type"),
+        ({"type": "file_search", "ranking_options": {"hybrid_search": {"text_weight": 1}}},
+         "tools[0].ranking_options.hybrid_search.embedding_weight", "missing_required_parameter"),
     ],
 )  # fmt: skip
 def test_parse_create_request_hosted_tool_fields_typed(

@@ -139,9 +139,36 @@ class OpaqueTool(Lenient):
 
 Obj = dict[str, Any]
 _SIZE = Literal["low", "medium", "high"]
+
+
+class UserLocation(Lenient):
+    """A web search's approximate ``user_location``."""
+
+    type: Literal["approximate"] | None = None
+    city: str | None = None
+    country: str | None = None
+    region: str | None = None
+    timezone: str | None = None
+
+
+class HybridSearch(Lenient):
+    """A file search's ``ranking_options.hybrid_search`` weights."""
+
+    embedding_weight: float
+    text_weight: float
+
+
+class RankingOptions(Lenient):
+    """A file search's ``ranking_options``."""
+
+    ranker: str | None = None
+    score_threshold: float | None = None
+    hybrid_search: HybridSearch | None = None
+
+
 _WEB_SEARCH: dict[str, tuple[Any, Any]] = {
     "search_context_size": optional(_SIZE),
-    "user_location": optional(Obj),
+    "user_location": optional(UserLocation),
     "filters": optional(Obj),
     "external_web_access": optional(bool),
     "search_content_types": optional(list[str]),
@@ -166,7 +193,7 @@ HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "vector_store_ids": optional(list[str]),
         "max_num_results": optional(int),
         "filters": optional(Obj),
-        "ranking_options": optional(Obj),
+        "ranking_options": optional(RankingOptions),
     },
     "image_generation": {
         "model": optional(str),
