@@ -17,7 +17,7 @@ from responses_gateway.tool_kinds import (
     hosted_tools_without_backend,
     kind_of,
     lower_items,
-    runs_on_gateway,
+    lowered_owner,
     search_tools,
     shown,
     tool_view,
@@ -290,13 +290,13 @@ def test_unknown_tool_type_on_a_function_wire_is_a_400_naming_it() -> None:
     assert error.value.param == "tools[0].type"
 
 
-def test_server_tool_search_call_runs_on_the_gateway_and_a_client_one_does_not() -> None:
+def test_lowered_server_tool_search_call_is_the_gateways_and_a_client_one_the_clients() -> None:
     server = tool_view([{"type": "tool_search"}], [], "auto", "chat").calls["tool_search"]
     client = tool_view([{"type": "tool_search", "execution": "client"}], [], "auto", "chat")
 
-    assert runs_on_gateway({**server.item('{"query": "x"}'), "status": "in_progress"})
-    assert not runs_on_gateway(client.calls["tool_search"].item('{"query": "x"}'))
-    assert not runs_on_gateway({"type": "tool_search_output", "execution": "server"})
+    assert lowered_owner(server.item('{"query": "x"}')) == "search"
+    assert lowered_owner(client.calls["tool_search"].item('{"query": "x"}')) == "client"
+    assert lowered_owner({"type": "tool_search_output", "execution": "server"}) == "client"
 
 
 def test_search_tools_ranks_deferred_tools_by_shared_words_and_keeps_namespaces() -> None:
@@ -346,7 +346,7 @@ def test_backed_hosted_kind_is_lowered_and_its_run_replays_with_its_result() -> 
         "id": "ws_1",
         "action": {"type": "search", "query": "q"},
     }
-    assert runs_on_gateway({**call, "status": "in_progress"})
+    assert lowered_owner({**call, "status": "completed"}) == "backend"  # whatever its status
     assert lower_items([call], {"ws_1": "results"}) == [
         {
             "type": "function_call",

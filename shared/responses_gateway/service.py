@@ -243,7 +243,6 @@ class Gateway:
         latch: UpgradeLatch = PROCESS_LATCH,
         *,
         mcp_policy: Any = None,
-        max_tool_calls: int = 32,
         launcher: Launcher | None = None,
         foreground_budget: float | None = None,
     ) -> None:
@@ -251,7 +250,6 @@ class Gateway:
         self.client = client
         self.store = store
         self.latch = latch
-        self.max_tool_calls = max_tool_calls
         self.launcher = launcher
         """Starts background runs (Step Functions, or the in-process runner); None: no
         background mode (create with ``background: true`` is then 400)."""
@@ -391,7 +389,7 @@ class Gateway:
             upstream_model=upstream_model,
             backends=self._backends(list(state.request.get("tools") or []), adapter.wire, sessions),
             tools=self._gateway_tools(tools, [*state.control_items, *state.output], sessions),
-            max_tool_calls=self.max_tool_calls,
+            limits=self.config.limits_for(state.model),
             persist=persist if persist is not None else self.persister_for(tenant, run),
             meter=self.meter(provider, state.request, run.get("compaction")),
             tenant=tenant,
@@ -708,7 +706,7 @@ class Gateway:
             tools=self._gateway_tools(
                 list(request.tools or []), [*context.history, *prepared.items], sessions
             ),
-            max_tool_calls=self.max_tool_calls,
+            limits=self.config.limits_for(request.model),
             persist=self._persister(
                 tenant,
                 prepared.items,

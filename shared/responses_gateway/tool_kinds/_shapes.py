@@ -199,8 +199,9 @@ def web_search_events(item: dict[str, Any], output_index: int) -> list[tuple[str
     ]
 
 
-def in_progress(item: dict[str, Any]) -> bool:
-    return item.get("status") == "in_progress"
+def by_backend(item: dict[str, Any]) -> str | None:
+    """A lowered hosted call is the gateway's: only a configured backend lowers the kind."""
+    return "backend"
 
 
 def fixed(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -290,8 +291,9 @@ def tool_search_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
     return {"arguments": _loads(arguments), "execution": execution}
 
 
-def server_search(item: dict[str, Any]) -> bool:
-    return item.get("execution") == "server"
+def server_search(item: dict[str, Any]) -> str | None:
+    """A lowered ``tool_search_call`` with server execution is the gateway's to answer."""
+    return "search" if item.get("execution") == "server" else None
 
 
 # item fields -> call arguments (replay)
