@@ -18,6 +18,7 @@ from responses_gateway.tool_kinds import (
     kind_of,
     lower_items,
     lowered_owner,
+    mcp_choice_as_functions,
     search_tools,
     shown,
     tool_view,
@@ -438,3 +439,32 @@ def test_shown_leaves_other_items_alone() -> None:
     assert shown(message, []) is message
     relayed = {"type": "web_search_call", "id": "ws", "action": {"type": "search", "query": "q"}}
     assert shown(relayed, []) is relayed
+
+
+def test_mcp_choice_as_functions_names_the_gateways_functions_for_a_responses_upstream() -> None:
+    offered = ["calc__add", "calc__mul", "other__x", "get_weather"]
+    allowed = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [
+            {"type": "mcp", "server_label": "calc"},
+            {"type": "mcp", "server_label": "other", "name": "x"},
+            {"type": "function", "name": "get_weather"},
+        ],
+    }
+
+    assert mcp_choice_as_functions(
+        {"type": "mcp", "server_label": "calc", "name": "add"}, offered
+    ) == {"type": "function", "name": "calc__add"}
+    assert mcp_choice_as_functions({"type": "mcp", "server_label": "calc"}, offered) == ("required")
+    assert mcp_choice_as_functions(allowed, offered) == {
+        **allowed,
+        "tools": [
+            {"type": "function", "name": "calc__add"},
+            {"type": "function", "name": "calc__mul"},
+            {"type": "function", "name": "other__x"},
+            {"type": "function", "name": "get_weather"},
+        ],
+    }
+    for unchanged in ("auto", {"type": "function", "name": "f"}, {"type": "web_search"}):
+        assert mcp_choice_as_functions(unchanged, offered) == unchanged
