@@ -246,7 +246,7 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
         instructions=instructions if isinstance(instructions, str) else None,
         tools=tools,
         tool_choice=tool_choice if tools else None,
-        exposed=dict(view.calls) if tools else {},
+        exposed=dict(view.calls),  # a call the model makes anyway is still read as its kind
         params=params,
     )
 

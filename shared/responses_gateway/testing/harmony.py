@@ -67,19 +67,35 @@ def _chat_view(encoding: Any, tokens: list[int], body: dict[str, Any]) -> dict[s
         parsed = []
     messages: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
+    choice: Any = None
     for message in parsed:
         role = str(message.author.role.value)
         text = "".join(getattr(c, "text", "") for c in message.content)
         if role == "developer":
             tools += _tools(text)
+            choice = _choice(text) or choice
         elif role == "tool":
             messages.append({"role": "tool", "content": text})
         elif role in ("user", "assistant"):
             messages.append({"role": role, "content": text})
     view: dict[str, Any] = {"messages": messages, "tools": tools}
+    if choice is not None:
+        view["tool_choice"] = choice
     if isinstance(body.get("max_tokens"), int):
         view["max_tokens"] = body["max_tokens"]
     return view
+
+
+_FORCED = re.compile(r"Call the function `(\w+)` now")
+
+
+def _choice(developer: str) -> Any:
+    """The ``tool_choice`` a developer message's instructions force, in chat terms (harmony
+    has no field for it: the gateway tells the model in words), or None."""
+    forced = _FORCED.search(developer)
+    if forced:
+        return {"type": "function", "function": {"name": forced[1]}}
+    return "required" if "Call one of the functions now" in developer else None
 
 
 _TOOL = re.compile(r"^type (\w+) = \((?:_: \{)?")
