@@ -27,16 +27,15 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from responses_gateway.adapters.base import Adapter, ModelCall
+from responses_gateway.adapters.base import ModelCall
 from responses_gateway.context.errors import (
     CONTEXT_LENGTH_MESSAGE,
     ContextLengthExceeded,
     as_context_length,
 )
-from responses_gateway.context.meter import ContextLimits, ContextMeter
+from responses_gateway.context.meter import ContextLimits
 from responses_gateway.context.tokens import TokenCount
 from responses_gateway.context.truncate import is_kept, plan_truncation
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
@@ -46,6 +45,7 @@ from responses_gateway.loop.compaction import (
     summary_call,
     summary_of,
 )
+from responses_gateway.loop.context import BudgetCheck, LoopContext, Persist
 from responses_gateway.loop.events import (
     ItemFinished,
     NullSink,
@@ -82,7 +82,6 @@ from responses_gateway.loop.state import (
     Truncate,
     TurnResult,
 )
-from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, HostedBackend, ToolRegistry
 from responses_gateway.protocol.contract import check_request, lower_context_items
 from responses_gateway.routing.attempts import Attempts, GiveUp
 from responses_gateway.routing.failures import classify
@@ -128,51 +127,6 @@ _PASSED_PARAMS = (
     "prompt_cache_key",
     "safety_identifier",
 )
-
-
-Persist = Callable[[LoopState, dict[str, Any]], Awaitable[None]]
-"""Stores a finished response (state and its rendered object) before the client hears of it."""
-
-
-class BudgetCheck(Protocol):
-    """Answers whether the response's tenant may make another model call."""
-
-    async def status(self, state: LoopState) -> BudgetStatus: ...
-
-
-@dataclass(slots=True)
-class LoopContext:
-    """The live, per-invocation parts of a loop run (never serialized)."""
-
-    adapter: Adapter
-    upstream_model: str
-    tools: ToolRegistry = NO_GATEWAY_TOOLS
-    limits: LoopLimits = DEFAULT_LIMITS
-    """The caps of this response's loop: model calls, gateway tool calls (the request's
-    ``max_tool_calls`` can only lower that one), wall time."""
-    persist: Persist | None = None
-    """Called at every ending, before the terminal event: a stored response is written before
-    the client can see it finish (and so before it can chain to it)."""
-    failure: GatewayError | None = None
-    """The error that failed the response, for the HTTP edge."""
-    writer: OutputWriter | None = None
-    """The writer of the model call in progress (so a cancellation can close its items)."""
-    backends: dict[str, HostedBackend] = field(default_factory=dict)
-    """Hosted tool kinds the gateway runs on this (chat or harmony) wire, by kind name."""
-    budget: BudgetCheck | None = None
-    """Asked before every model call (None: no budget applies)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    meter: ContextMeter | None = None
-    """Limits and token counts of this response's model calls (None: no context checks)."""
-    tenant: str = "local"
-    """Whose response this is (compaction items and reasoning are sealed for it)."""
-    router: Router | None = None
-    """Sends each model call to a deployment of the model's route and retries it elsewhere
-    (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
-    deployments: list[str] = field(default_factory=list)
-    """The deployment that answered each model call of this run, in order (routed models)."""
-    on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    """Run when :func:`run_loop` returns or raises (closing the run's MCP sessions)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:

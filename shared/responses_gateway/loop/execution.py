@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from responses_gateway.errors import InternalError
 from responses_gateway.ids import new_id
+from responses_gateway.loop.context import LoopContext
 from responses_gateway.loop.events import ItemEvent, Sink
 from responses_gateway.loop.limits import tool_budget
 from responses_gateway.loop.output import OutputWriter
@@ -27,9 +28,6 @@ from responses_gateway.loop.prepared import model_transcript
 from responses_gateway.loop.state import ExecuteTools, LoopState
 from responses_gateway.loop.tools import ToolOutcome
 from responses_gateway.tool_kinds import ITEM_KINDS, search_tools
-
-if TYPE_CHECKING:  # the driver imports this module
-    from responses_gateway.loop.driver import LoopContext
 
 __all__ = ["HOSTED_RESULT", "NOT_EXECUTED", "execute_tools", "hosted_results"]
 
@@ -40,7 +38,7 @@ model calls (``{"type", "item_id", "output"}``; never shown to the client or sto
 NOT_EXECUTED = "Not executed: the response reached its max_tool_calls limit."
 """What a call past the tool budget returns instead of running."""
 
-Runner = Callable[[LoopState, "LoopContext", OutputWriter, int], Awaitable[None]]
+Runner = Callable[[LoopState, LoopContext, OutputWriter, int], Awaitable[None]]
 
 
 def hosted_results(state: LoopState) -> dict[str, str]:
