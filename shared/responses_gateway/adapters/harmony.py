@@ -108,7 +108,7 @@ _SPECIALS = frozenset(
 """The harmony special tokens recognised in completion text (the rest is ordinary text)."""
 _EFFORTS = {"minimal": "LOW", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
-_PASSED_PARAMS = ("temperature", "top_p", "user")
+_PASSED_PARAMS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "user")
 _FUNCTIONS = "functions."
 _ASSISTANT_START = (200006, 173781)
 """``<|start|>assistant``: where the model's turn begins (ids of the ``o200k_harmony`` vocab)."""

@@ -58,7 +58,10 @@ __all__ = ["PASSED_PARAMS", "ResponsesAdapter", "to_responses_request"]
 PASSED_PARAMS = (
     "temperature",
     "top_p",
+    "presence_penalty",
+    "frequency_penalty",
     "max_output_tokens",
+    "max_tool_calls",
     "parallel_tool_calls",
     "reasoning",
     "text",

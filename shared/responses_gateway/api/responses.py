@@ -57,11 +57,6 @@ OMITTED_TOOLS_HEADER = "x-gateway-omitted-tools"
 """Names the hosted tool types the model did not see (comma-separated); see docs/tools.md."""
 
 
-OMITTED_FIELDS_HEADER = "x-gateway-omitted-fields"
-"""Names the create fields the request set that its upstream wire omits (comma-separated); see
-docs/contract.md."""
-
-
 DEPLOYMENT_HEADER = "x-gateway-deployment"
 """Routed models: the deployments that answered the model calls so far (comma-separated, in
 order; a stream names those before its first output); see docs/routing.md."""

@@ -113,13 +113,18 @@ logger = logging.getLogger(__name__)
 _PASSED_PARAMS = (
     "temperature",
     "top_p",
+    "presence_penalty",
+    "frequency_penalty",
     "max_output_tokens",
+    "max_tool_calls",
     "top_logprobs",
     "user",
     "service_tier",
     "prompt_cache_key",
     "safety_identifier",
 )
+"""The settings a model call forwards when the client set them (``state.request`` keeps unset ones
+null; the Response echoes those as OpenAI's effective values, :func:`render.echoed`)."""
 
 
 Persist = Callable[[LoopState, dict[str, Any]], Awaitable[None]]
@@ -395,7 +400,8 @@ async def _call_routed(
     """One model call through the router: each failed attempt is judged by
     :func:`decide_after_llm_failure` (another deployment, a fallback model, or the failure).
     ``larger``: start on the route's larger-window model (the context is known not to fit)."""
-    attempts = Attempts(primary=state.model, model=larger or "")
+    key = state.request.get("prompt_cache_key")  # the contract's row: the routing key
+    attempts = Attempts(primary=state.model, model=larger or "", key=key)
     policy = router.route_of(state.model)
     while True:
         target = await router.acquire(attempts)
