@@ -198,3 +198,59 @@ def test_check_request_refuses_a_field_its_wire_cannot_honour_naming_it(
         check_request(dumped, wire)
     assert (raised.value.status_code, raised.value.param) == (400, name)
     assert raised.value.code == "unsupported_parameter"
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "expected"),
+    [
+        (429, None, "rate_limit_exceeded"),
+        (400, None, "invalid_prompt"),  # an orphan call_id: the request's fault, not the server's
+        (400, "invalid_image_url", "invalid_image_url"),
+        (400, "context_length_exceeded", "context_length_exceeded"),
+        (400, "some_upstream_code", "invalid_prompt"),
+        (404, "model_not_found", "invalid_prompt"),
+        (502, "invalid_model_output", "server_error"),
+        (500, None, "server_error"),
+    ],
+)
+def test_failure_code_is_always_a_code_a_table_names(
+    status: int, code: str | None, expected: str
+) -> None:
+    from responses_gateway.protocol.contract import (
+        GATEWAY_FAILURE_CODES,
+        OPENAI_FAILURE_CODES,
+        failure_code,
+    )
+
+    assert failure_code(status, code) == expected
+    assert expected in OPENAI_FAILURE_CODES or expected in GATEWAY_FAILURE_CODES
+
+
+def test_openai_failure_codes_are_the_vendored_specs_enum() -> None:
+    from responses_gateway.protocol.contract import OPENAI_FAILURE_CODES
+
+    schemas = spec_oracle().openai.schemas
+    assert set(OPENAI_FAILURE_CODES) == set(schemas["ResponseErrorCode"]["enum"])
+
+
+def test_openai_incomplete_reasons_are_the_vendored_specs_enum() -> None:
+    from responses_gateway.protocol.contract import OPENAI_INCOMPLETE_REASONS
+
+    props = spec_oracle().openai.schemas["Response"]
+    found: set[str] = set()
+    for part in props.get("allOf", [props]):
+        schema = (
+            spec_oracle().openai.schemas[part["$ref"].rsplit("/", 1)[1]] if "$ref" in part else part
+        )
+        details = schema.get("properties", {}).get("incomplete_details")
+        if details:
+            for option in details.get("anyOf", []):
+                found |= set(option.get("properties", {}).get("reason", {}).get("enum", []))
+    assert set(OPENAI_INCOMPLETE_REASONS) == found
+
+
+def test_every_incomplete_reason_the_gateway_emits_is_named() -> None:
+    from responses_gateway.protocol.contract import GATEWAY_INCOMPLETE_REASONS
+    from responses_gateway.usage.budget import BUDGET_EXCEEDED
+
+    assert BUDGET_EXCEEDED in GATEWAY_INCOMPLETE_REASONS

@@ -71,7 +71,7 @@ from responses_gateway.loop.tools import (
     ToolOutcome,
     ToolRegistry,
 )
-from responses_gateway.protocol.contract import check_request, lower_context_items
+from responses_gateway.protocol.contract import check_request, failure_code, lower_context_items
 from responses_gateway.routing.attempts import Attempts, GiveUp
 from responses_gateway.routing.failures import classify
 from responses_gateway.tool_kinds import (
@@ -173,14 +173,12 @@ class LoopContext:
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
-    """The ``Response.error`` object for a failure: ``{"code","message"}``."""
+    """The ``Response.error`` object for a failure: ``{"code","message"}``, the code as the
+    contract maps it (:func:`~responses_gateway.protocol.contract.failure_code`)."""
+    status = error.status_code
     if isinstance(error, UpstreamStatusError) and error.upstream_status == 429:
-        code = "rate_limit_exceeded"
-    elif error.status_code == 400 and error.code:
-        code = error.code
-    else:
-        code = "server_error"
-    return {"code": code, "message": error.message}
+        status = 429
+    return {"code": failure_code(status, error.code), "message": error.message}
 
 
 def tool_budget(state: LoopState, ctx: LoopContext) -> int:

@@ -25,8 +25,10 @@ from typing import Any, Literal
 __all__ = [
     "CREATE_FIELDS",
     "FAMILIES",
+    "GATEWAY_FAILURE_CODES",
     "GATEWAY_INCOMPLETE_REASONS",
     "INCLUDE_VALUES",
+    "OPENAI_FAILURE_CODES",
     "OPENAI_INCOMPLETE_REASONS",
     "INPUT_ITEMS",
     "OUTPUT_ITEMS",
@@ -39,6 +41,7 @@ __all__ = [
     "check_request",
     "checked_fields",
     "coverage",
+    "failure_code",
     "include_gated",
     "lower_context_items",
 ]
@@ -677,6 +680,43 @@ GATEWAY_INCOMPLETE_REASONS: dict[str, str] = {
 """The gateway's own ``incomplete_details.reason`` values (reason -> when it is emitted),
 beyond :data:`OPENAI_INCOMPLETE_REASONS`: every reason the gateway may emit is named here, and
 the spec oracle accepts no other (``testing/spec_oracle.py``; docs/contract.md lists them)."""
+
+
+# --------------------------------------------------------------------------- failure codes
+
+OPENAI_FAILURE_CODES: tuple[str, ...] = (
+    "server_error", "rate_limit_exceeded", "invalid_prompt", "data_residency_mismatch",
+    "bio_policy", "vector_store_timeout", "invalid_image", "invalid_image_format",
+    "invalid_base64_image", "invalid_image_url", "image_too_large", "image_too_small",
+    "image_parse_error", "image_content_policy_violation", "invalid_image_mode",
+    "image_file_too_large", "unsupported_image_media_type", "empty_image_file",
+    "failed_to_download_image", "image_file_not_found",
+)  # fmt: skip
+"""The ``error.code`` values of a failed Response that OpenAI's spec enumerates (its
+``ResponseErrorCode``; Open Responses takes any string)."""
+
+GATEWAY_FAILURE_CODES: dict[str, str] = {
+    "context_length_exceeded": (
+        "the context does not fit the model's window and cannot be cut (truncation disabled, "
+        "or nothing left to drop), found before or by the model call; clients compact on this "
+        "code (Codex reads it)"
+    ),
+}
+"""The gateway's own ``error.code`` values of a failed Response beyond
+:data:`OPENAI_FAILURE_CODES` (code -> when it is sent); the spec oracle accepts no other."""
+
+
+def failure_code(status: int, code: str | None) -> str:
+    """The ``error.code`` of a Response failed by an error of HTTP ``status``: a 429 is
+    ``rate_limit_exceeded``; another 4xx keeps its code when a table above names it, and is
+    ``invalid_prompt`` otherwise (the request was at fault: an orphan ``call_id``, a refused
+    value...); anything else is ``server_error``."""
+    if status == 429:
+        return "rate_limit_exceeded"
+    if 400 <= status < 500:
+        known = code in OPENAI_FAILURE_CODES or code in GATEWAY_FAILURE_CODES
+        return code if known and code is not None else "invalid_prompt"
+    return "server_error"
 
 
 # --------------------------------------------------------------------------- the registries

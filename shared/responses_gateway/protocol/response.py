@@ -19,7 +19,9 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Tag, model_validator
 
 from responses_gateway.protocol.contract import (
+    GATEWAY_FAILURE_CODES,
     GATEWAY_INCOMPLETE_REASONS,
+    OPENAI_FAILURE_CODES,
     OPENAI_INCOMPLETE_REASONS,
 )
 from responses_gateway.protocol.items import OutputItem, object_union, tagged_union_by_type
@@ -80,9 +82,17 @@ class Usage(_Exact):
 
 
 class ResponseError(_Exact):
-    """``Response.error`` of a failed response: ``{"code","message"}``."""
+    """``Response.error`` of a failed response: ``{"code","message"}``, the code OpenAI's or
+    one of the gateway's own (``contract.GATEWAY_FAILURE_CODES``, each named)."""
 
     code: str
+
+    @model_validator(mode="after")
+    def _a_declared_code(self) -> ResponseError:
+        if self.code not in (*OPENAI_FAILURE_CODES, *GATEWAY_FAILURE_CODES):
+            raise ValueError(f"failure code {self.code!r} is in neither table")
+        return self
+
     message: str
     param: str | None = None
     type: str | None = None

@@ -10,10 +10,13 @@ first failing path. It counts what it checked (:attr:`SpecOracle.counts`).
 The two documents disagree in three places, each settled by a named table rather than by loosening
 a check:
 
-* ``protocol.contract.GATEWAY_INCOMPLETE_REASONS``: ``incomplete_details.reason`` values the
-  gateway itself produces, each named with why. OpenAI's spec enumerates ``max_output_tokens | content_filter``; Open Responses takes
-  any string. A reason in the table is held to OpenAI's schema as ``max_output_tokens`` (the
-  shape is the same); any other reason outside OpenAI's enum fails.
+* ``protocol.contract.GATEWAY_INCOMPLETE_REASONS``: ``incomplete_details.reason`` values the gateway
+  itself produces, each named with why. OpenAI's spec enumerates ``max_output_tokens |
+  content_filter``; Open Responses takes any string. A reason in the table is held to OpenAI's
+  schema as ``max_output_tokens`` (the shape is the same); any other reason outside OpenAI's enum
+  fails. ``protocol.contract.GATEWAY_FAILURE_CODES`` does the same for a failed response's
+  ``error.code`` (OpenAI's spec enumerates its codes; the gateway's ``context_length_exceeded``
+  is named there).
 * OpenAI's item, tool, tool choice and event types that Open Responses does not define
   (``mcp_call``, ``shell_call``, ``web_search``, ``response.mcp_call.completed``...): Open
   Responses asks a provider to prefix its own types (``openai:web_search_call``); the gateway
@@ -49,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from responses_gateway.protocol.contract import GATEWAY_INCOMPLETE_REASONS
+from responses_gateway.protocol.contract import GATEWAY_FAILURE_CODES, GATEWAY_INCOMPLETE_REASONS
 
 __all__ = [
     "OPEN_RESPONSES_ERRATA",
@@ -66,6 +69,7 @@ SPEC_DIR = Path(
 ``GATEWAY_SPEC_DIR`` overrides it (an installed package has no ``tests/``)."""
 
 _OPENAI_REASON_STAND_IN = "max_output_tokens"
+_OPENAI_CODE_STAND_IN = "server_error"
 
 OPEN_RESPONSES_ERRATA: dict[str, str] = {
     "JsonSchemaResponseFormat.schema": (
@@ -349,16 +353,24 @@ class SpecOracle:
         return False
 
     def _openai_view(self, value: Mapping[str, Any]) -> Any:
-        """``value`` as OpenAI's schema is asked about it: a gateway incomplete reason (the
-        named table) shown as the enum's stand-in; nothing else changes."""
+        """``value`` as OpenAI's schema is asked about it: a gateway incomplete reason or
+        failure code (the contract's named tables) shown as the enum's stand-in; nothing else
+        changes."""
         response = value.get("response") if "response" in value else value
-        details = response.get("incomplete_details") if isinstance(response, Mapping) else None
-        reason = details.get("reason") if isinstance(details, Mapping) else None
-        if reason not in GATEWAY_INCOMPLETE_REASONS or not isinstance(details, Mapping):
+        if not isinstance(response, Mapping):
+            return value
+        swaps: dict[str, dict[str, Any]] = {}
+        details = response.get("incomplete_details")
+        if isinstance(details, Mapping) and details.get("reason") in GATEWAY_INCOMPLETE_REASONS:
+            swaps["incomplete_details"] = {**details, "reason": _OPENAI_REASON_STAND_IN}
+        error = response.get("error")
+        if isinstance(error, Mapping) and error.get("code") in GATEWAY_FAILURE_CODES:
+            swaps["error"] = {**error, "code": _OPENAI_CODE_STAND_IN}
+        if not swaps:
             return value
         view = copy.deepcopy(dict(value))
         target = view["response"] if "response" in value else view
-        target["incomplete_details"] = {**details, "reason": _OPENAI_REASON_STAND_IN}
+        target.update(swaps)
         return view
 
     def _open_responses_view(self, value: Mapping[str, Any]) -> Any:
