@@ -117,9 +117,12 @@ class Script:
         final_text: str | None = None,
         kind: str = "output_text",
         done: bool = True,
+        phase: str | None = None,
     ) -> Script:
         index = len(self.output)
         item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress"}
+        if phase is not None:
+            item["phase"] = phase
         self.add("response.output_item.added", output_index=index, item={**item, "content": []})
         text_key = "text" if kind == "output_text" else "refusal"
         part: dict[str, Any] = {"type": kind, text_key: ""}
@@ -721,6 +724,18 @@ async def test_call_llm_text_stream_emits_one_message() -> None:
     assert str(request.url) == f"{BASE_URL}/responses"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert request.headers["accept"] == "text/event-stream"
+
+
+@pytest.mark.parametrize("phase", ["commentary", "final_answer"])
+async def test_call_llm_a_message_keeps_the_phase_the_upstream_labelled_it_with(
+    phase: str,
+) -> None:
+    """Newer models label assistant messages; clients must resend the label, so it is kept."""
+    up = Harness.sse(Script().start().message(["ok"], phase=phase).completed())
+
+    await up.call()
+
+    assert up.state.output == [{**message_item("msg_1", "ok"), "phase": phase}]
 
 
 async def test_call_llm_without_api_key_sends_no_authorization_but_extra_headers() -> None:

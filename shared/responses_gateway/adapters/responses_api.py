@@ -367,7 +367,7 @@ class _StreamReader:
         kind = item.get("type")
         writer: MessageWriter | ReasoningWriter | FunctionCallWriter
         if kind == "message":
-            writer = self._out.message()
+            writer = self._out.message(phase=_str(item.get("phase")))
         elif kind == "reasoning":
             writer = self._out.reasoning(item_id=_str(item.get("id")))
             if item.get("encrypted_content"):
