@@ -79,3 +79,19 @@ def test_render_response_every_status_validates_against_both_specs(
     validate_response(response)
     assert response["completed_at"] == (2 if status == "completed" else None)
     assert response["usage"]["total_tokens"] == 0  # nothing counted: zeros, not null
+
+
+@pytest.mark.parametrize(
+    "reasoning",
+    [
+        {"effort": "minimal"},  # an erratum of the Open Responses enum: held to OpenAI's
+        {"effort": "high", "summary": "concise", "context": "all_turns"},
+        {"generate_summary": "detailed", "mode": "pro"},
+        {"effort": "none", "summary": "auto"},
+    ],
+)
+def test_an_echoed_reasoning_object_validates_against_both_specs(reasoning: dict[str, Any]) -> None:
+    response = render_response(_state(reasoning=reasoning))
+
+    spec_oracle().check_response(response)
+    assert response["reasoning"] == {"effort": None, "summary": None, **reasoning}

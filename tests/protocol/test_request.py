@@ -926,3 +926,10 @@ def test_public_server_url_secret_parts_removed(url: str, public: str) -> None:
 def test_request_input_string_passes_through() -> None:
     assert request_input(parse_create_request(_body(input="hi"))) == "hi"
     assert request_input(parse_create_request(_body())) is None
+
+
+def test_parse_create_request_reasoning_context_outside_the_sdks_values_is_refused() -> None:
+    """Every Response echoes ``reasoning``: a value neither spec accepts never gets that far."""
+    with pytest.raises(InvalidRequestError) as raised:
+        parse_create_request(_body(reasoning={"effort": "low", "context": "everything"}))
+    assert (raised.value.param, raised.value.code) == ("reasoning.context", "invalid_value")

@@ -399,11 +399,13 @@ class TextParam(_Lenient):
 
 
 class ReasoningParam(_Lenient):
-    """``reasoning``: ``{"effort","summary"}`` (plus ``context``, ``mode``... kept as sent)."""
+    """``reasoning``: ``{"effort","summary"}`` (plus ``mode`` and other keys, kept as sent);
+    ``context`` is checked against the SDK's values, since every Response echoes it."""
 
     effort: str | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
+    context: Literal["auto", "current_turn", "all_turns"] | None = None
 
 
 class StreamOptions(_Lenient):

@@ -72,6 +72,10 @@ _OPENAI_REASON_STAND_IN = "max_output_tokens"
 _OPENAI_CODE_STAND_IN = "server_error"
 
 OPEN_RESPONSES_ERRATA: dict[str, str] = {
+    "ReasoningEffortEnum.minimal": (
+        "the enum leaves out minimal though its own descriptions define it (and OpenAI's spec "
+        "and SDK take it): a response echoing reasoning.effort minimal is held to OpenAI's enum"
+    ),
     "JsonSchemaResponseFormat.schema": (
         "published as anyOf [null] only (the object type was lost): a response echoing a "
         "json_schema text format with its schema could never validate; text.format.schema is "
@@ -406,6 +410,10 @@ class SpecOracle:
                 elif kind not in self._openai_tools:
                     raise SpecViolation(f"tool type {kind!r} is defined by neither spec")
             view["tools"] = kept_tools
+        reasoning = response.get("reasoning")
+        if isinstance(reasoning, Mapping) and reasoning.get("effort") == "minimal":
+            # OPEN_RESPONSES_ERRATA["ReasoningEffortEnum.minimal"]
+            view["reasoning"] = {**reasoning, "effort": "low"}
         text = response.get("text")
         fmt = text.get("format") if isinstance(text, Mapping) else None
         if (
