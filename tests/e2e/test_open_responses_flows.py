@@ -450,3 +450,26 @@ def test_socket_a_compacted_window_starts_a_new_chain(
         assert "compaction" in [item.get("type") for item in sent]
     else:
         assert "Ada likes tea." in _sent(upstream)  # the gateway's summary, expanded
+
+
+def test_a_response_an_older_version_stored_reads_back_complete(
+    stack: Stack, http: httpx.Client, upstream: ScriptedUpstream, oracle: SpecOracle
+) -> None:
+    import asyncio
+
+    from responses_gateway.store.base import StoredResponse
+
+    upstream.push(Turn(text="Stored."))
+    made = _create(http, oracle, {"model": "scripted-chat", "input": [user("Keep this.")]})
+    old = {k: v for k, v in made.items() if k not in ("completed_at", "presence_penalty",
+                                                     "frequency_penalty")}  # fmt: skip
+    old |= {"temperature": None, "top_p": None, "top_logprobs": None, "user": None}
+    record = StoredResponse(tenant="local", id=made["id"], response=old, input_items=[])
+    store = stack.open_store()
+    asyncio.run(store.put_response(record))
+
+    answer = http.get(f"/responses/{made['id']}")
+
+    assert answer.status_code == 200
+    oracle.check_response(answer.json())
+    assert answer.json()["completed_at"] is None  # unknown: an older version did not keep it

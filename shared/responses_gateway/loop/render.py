@@ -20,7 +20,7 @@ from typing import Any
 from responses_gateway.loop.state import LoopState
 from responses_gateway.tool_kinds import shown
 
-__all__ = ["SAMPLING_DEFAULTS", "echoed", "normalize_usage", "render_response"]
+__all__ = ["SAMPLING_DEFAULTS", "echoed", "normalize_usage", "render_response", "upgraded"]
 
 SAMPLING_DEFAULTS: dict[str, float | int] = {
     "frequency_penalty": 0.0,
@@ -99,3 +99,15 @@ def render_response(
     response["usage"] = normalize_usage(state.usage or {})  # so far: zeros before any call
     response["completed_at"] = state.completed_at
     return response
+
+
+def upgraded(response: dict[str, Any]) -> dict[str, Any]:
+    """A stored Response object as this version renders one: what an older gateway stored
+    without (``completed_at``, the sampling settings as effective values, ``usage`` as an
+    object, no null ``user``) filled in; the record itself is not changed."""
+    if response.get("object") != "response":
+        return response
+    shown = echoed(response)
+    shown.setdefault("completed_at", None)
+    shown["usage"] = normalize_usage(shown.get("usage") or {})
+    return shown
