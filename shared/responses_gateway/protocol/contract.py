@@ -437,7 +437,6 @@ def _one_tier(value: Any) -> bool:
 
 
 def _field_rows() -> tuple[Row, ...]:
-    gateway_runs = "the gateway runs it (a Responses upstream never sees it)"
     rows = [
         _row(
             "model",
@@ -583,8 +582,9 @@ def _field_rows() -> tuple[Row, ...]:
             "background_options",
             Handling(
                 "gateway",
-                f"completion_window soonest: what the background worker does ({gateway_runs}); "
-                "the 2h/8h windows and continuation_id: 400 (no batch windows, no priorities)",
+                "completion_window soonest: what the gateway's background worker does (a Responses "
+                "upstream never sees background runs); the 2h/8h windows and continuation_id: "
+                "400 (no batch windows, no priorities)",
                 accepts=_soonest_only,
             ),
         ),
