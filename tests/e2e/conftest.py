@@ -11,7 +11,7 @@ uses by default (a file in a temporary directory), so the stores are checked end
 running every module twice.
 
 Every gateway app a test serves (the session's, and any a test builds and runs with
-``run_in_thread``) is tapped (:class:`~responses_gateway.testing.spec_tap.SpecTap`): each Response
+``run_in_thread``) is tapped (:mod:`responses_gateway.testing.spec_fixtures`): each Response
 object, SSE event, WebSocket message and compaction object it sends is checked against OpenAI's
 spec and the Open Responses spec, and a test after which any broke one fails at teardown
 (``spec_conformance``). The session's totals are printed at the end.
@@ -41,9 +41,12 @@ from responses_gateway.store.local import LocalDynamo, start_local_dynamodb
 from responses_gateway.store.sqlite import SqliteStore, connect_for_inspection
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
-from responses_gateway.testing.server import RunningServer, run_in_thread, tapping
-from responses_gateway.testing.spec_oracle import spec_oracle
-from responses_gateway.testing.spec_tap import SpecTap
+from responses_gateway.testing.server import RunningServer, run_in_thread
+from responses_gateway.testing.spec_fixtures import (  # noqa: F401 - fixtures and a hook
+    pytest_terminal_summary,
+    spec_conformance,
+    spec_taps,
+)
 
 UPSTREAM_KEY = "sk-upstream-secret-key"
 
@@ -84,48 +87,6 @@ PROMPTS = {
     }
 }
 """The operator's prompt templates (``GATEWAY_CONFIG`` ``prompts``)."""
-
-
-_TAPS: list[SpecTap] = []
-"""Every gateway app served this session, tapped."""
-
-
-def _tap_gateways(app: Any) -> Any:
-    """Gateway apps (those holding a gateway) wrapped in a tap; others (fake upstreams, MCP
-    servers) as they are."""
-    if getattr(getattr(app, "state", None), "gateway", None) is None:
-        return app
-    tap = SpecTap(app)
-    _TAPS.append(tap)
-    return tap
-
-
-@pytest.fixture(scope="session", autouse=True)
-def spec_taps() -> Iterator[list[SpecTap]]:
-    with tapping(_tap_gateways):
-        yield _TAPS
-
-
-@pytest.fixture(autouse=True)
-def spec_conformance(spec_taps: list[SpecTap]) -> Iterator[None]:
-    """Fails the test if anything a gateway sent during it broke either spec."""
-    for tap in spec_taps:
-        tap.violations.clear()
-    yield
-    found = [line for tap in spec_taps for line in tap.violations]
-    for tap in spec_taps:
-        tap.violations.clear()
-    if found:
-        more = f"\n... and {len(found) - 10} more" if len(found) > 10 else ""
-        shown = "\n".join(found[:10]) + more
-        pytest.fail(f"{len(found)} emitted objects break a spec:\n{shown}", pytrace=False)
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    counts = spec_oracle.cache_info().currsize and spec_oracle().counts
-    if counts:
-        shown = ", ".join(f"{kind} {count}" for kind, count in sorted(counts.items()))
-        terminalreporter.write_line(f"spec oracle (OpenAI + Open Responses): {shown}")
 
 
 @dataclass

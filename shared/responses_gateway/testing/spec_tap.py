@@ -8,7 +8,8 @@ A violation is recorded (:attr:`SpecTap.violations`), not raised: the app's answ
 client untouched, and the harness fails the test that caused it.
 
 Which routes carry which object is the table :data:`ROUTES`; anything else passes through
-unread.
+unread. :class:`GatewayTaps` taps every gateway app a test session serves (with
+:func:`responses_gateway.testing.server.tapping`) and hands over what they recorded.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from responses_gateway.testing.spec_oracle import SpecOracle, SpecViolation, spec_oracle
 
-__all__ = ["ROUTES", "SpecTap"]
+__all__ = ["ROUTES", "GatewayTaps", "SpecTap"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -153,3 +154,28 @@ class SpecTap:
             await send(message)
 
         return tapped
+
+
+class GatewayTaps:
+    """The taps of every gateway app served while :meth:`wrap` is installed: give it to
+    :func:`~responses_gateway.testing.server.tapping`, then :meth:`take` after each test."""
+
+    def __init__(self, oracle: SpecOracle | None = None) -> None:
+        self.oracle = oracle
+        self.taps: list[SpecTap] = []
+
+    def wrap(self, app: Any) -> Any:
+        """A gateway app (one holding a gateway) tapped; any other app (a fake upstream, an MCP
+        server) as it is."""
+        if getattr(getattr(app, "state", None), "gateway", None) is None:
+            return app
+        tap = SpecTap(app, self.oracle)
+        self.taps.append(tap)
+        return tap
+
+    def take(self) -> list[str]:
+        """What every tap recorded since the last call, in order; the taps start afresh."""
+        found = [line for tap in self.taps for line in tap.violations]
+        for tap in self.taps:
+            tap.violations.clear()
+        return found
