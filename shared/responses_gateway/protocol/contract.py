@@ -698,8 +698,9 @@ OPENAI_FAILURE_CODES: tuple[str, ...] = (
 GATEWAY_FAILURE_CODES: dict[str, str] = {
     "context_length_exceeded": (
         "the context does not fit the model's window and cannot be cut (truncation disabled, "
-        "or nothing left to drop), found before or by the model call; clients compact on this "
-        "code (Codex reads it)"
+        "or nothing left to drop), found before or by the model call; the gateway already "
+        "answered it under this code (HTTP errors, earlier failed responses), and a client "
+        "may compact on it"
     ),
 }
 """The gateway's own ``error.code`` values of a failed Response beyond
