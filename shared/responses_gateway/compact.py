@@ -169,6 +169,22 @@ async def _native(gateway: Gateway, transcript: Transcript, data: dict[str, Any]
     return loads_json(answer.text)
 
 
+def _complete_usage(compacted: dict[str, Any]) -> dict[str, Any]:
+    """An upstream's compaction object with every usage count both specs require (zeros for
+    those it left out; what it sent is kept as sent)."""
+    usage = compacted.get("usage")
+    if not isinstance(usage, dict):
+        return compacted
+    filled = normalize_usage(usage) or {}
+    for key, value in usage.items():
+        known = filled.get(key)
+        if isinstance(known, dict) and isinstance(value, dict):
+            filled[key] = {**known, **value}
+        else:
+            filled[key] = value
+    return {**compacted, "usage": filled}
+
+
 async def compact(gateway: Gateway, data: Any, tenant: str) -> dict[str, Any]:
     """The ``response.compaction`` object for body ``data``.
 
@@ -191,7 +207,7 @@ async def compact(gateway: Gateway, data: Any, tenant: str) -> dict[str, Any]:
     if transcript.wire == "responses":
         native = await _native(gateway, transcript, data)
         if native is not None:
-            return dict(native)
+            return _complete_usage(dict(native))
     state = LoopState(
         response_id=new_id("resp"),
         created_at=int(time.time()),

@@ -112,9 +112,6 @@ class PreparedRun:
     omitted_tools: list[str] = field(default_factory=list)
     """Hosted tool types the model does not see (no backend on its wire; the provider's
     ``hosted_tools`` policy is ``omit``): the ``x-gateway-omitted-tools`` response header."""
-    omitted_fields: list[str] = field(default_factory=list)
-    """Create fields the request set that its wire omits under the contract's rows
-    (:mod:`responses_gateway.protocol.contract`): the ``x-gateway-omitted-fields`` header."""
 
     def observe(self, sink: Sink) -> Sink:
         """``sink`` as the loop should get it: the first model output it sees is noted in the
@@ -471,7 +468,12 @@ class Gateway:
         hint = body if isinstance(body, dict) else {}
         model = hint.get("model")
         client = client_ids_of(
-            [hint.get("client_metadata"), hint.get("metadata")], client_headers or {}
+            [
+                hint.get("client_metadata"),
+                hint.get("metadata"),
+                {"safety_identifier": hint.get("safety_identifier")},
+            ],
+            client_headers or {},
         )
         return await log_refused(
             self.store,
@@ -666,7 +668,11 @@ class Gateway:
             "stored": request.store is not False,
             "stream": bool(request.stream),
             "client": client_ids_of(
-                [(request.model_extra or {}).get("client_metadata"), request.metadata],
+                [
+                    (request.model_extra or {}).get("client_metadata"),
+                    request.metadata,
+                    {"safety_identifier": request.safety_identifier},  # the contract's row
+                ],
                 client_headers or {},
             ),
             "transport": "http" if memory is None else "websocket",
@@ -679,19 +685,12 @@ class Gateway:
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
-        omitted_fields = check_request(
+        check_request(  # a field the wire refuses (or a value of it): a 400 naming it
             request.model_dump(
                 mode="json", exclude_unset=True, include=set(checked_fields(adapter.wire))
             ),
             adapter.wire,
         )
-        if omitted_fields:
-            logger.info(
-                "omitting fields %s for model %s (the %s wire has no equivalent)",
-                ",".join(omitted_fields),
-                request.model,
-                adapter.wire,
-            )
         if omitted:
             logger.info(
                 "omitting hosted tools %s for model %s (provider %s has no backend for them)",
@@ -757,7 +756,6 @@ class Gateway:
             and not _carries_secrets(request)
             and self.launcher is not None,
             omitted_tools=omitted,
-            omitted_fields=omitted_fields,
         )
 
     async def record_started(self, run: PreparedRun) -> None:

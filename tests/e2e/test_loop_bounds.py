@@ -214,7 +214,7 @@ def test_a_hosted_backend_called_every_turn_stops_at_the_cap_and_counts_as_tool_
     capped = sdk.responses.create(model=wire, input="search", tools=[{"type": "web_search"}])
     assert len(upstream.model_requests()) == CAP
     searches = [i for i in capped.output if i.type == "web_search_call"]
-    assert [s.status for s in searches] == ["completed"] * (CAP - 1) + ["incomplete"]  # type: ignore[union-attr]
+    assert [s.status for s in searches] == ["completed"] * (CAP - 1) + ["failed"]  # type: ignore[union-attr]
     assert capped.incomplete_details is not None
     assert capped.incomplete_details.reason == "max_model_calls"
 
@@ -223,7 +223,7 @@ def test_a_hosted_backend_called_every_turn_stops_at_the_cap_and_counts_as_tool_
         model=wire, input="search", tools=[{"type": "web_search"}], max_tool_calls=1
     )
     searches = [i for i in budget.output if i.type == "web_search_call"]
-    assert [s.status for s in searches][:2] == ["completed", "incomplete"]  # never ran
+    assert [s.status for s in searches][:2] == ["completed", "failed"]  # never ran
     assert [bool(_offered(r)) for r in upstream.model_requests()][:2] == [True, False]
 
 

@@ -222,3 +222,10 @@ def test_parse_loop_limits_sets_what_the_table_names_on_its_base() -> None:
 def test_parse_loop_limits_refuses_what_is_not_a_positive_number(key: str, value: Any) -> None:
     with pytest.raises(ValueError, match=f"provider 'p': {key} must be a positive"):
         parse_loop_limits({key: value}, "provider 'p'", LoopLimits())
+
+
+def test_every_reason_the_limits_end_a_response_with_is_a_named_gateway_reason() -> None:
+    from responses_gateway.loop.limits import MAX_LOOP_SECONDS, MAX_MODEL_CALLS, NO_PROGRESS
+    from responses_gateway.protocol.contract import GATEWAY_INCOMPLETE_REASONS
+
+    assert {MAX_MODEL_CALLS, MAX_LOOP_SECONDS, NO_PROGRESS} <= set(GATEWAY_INCOMPLETE_REASONS)

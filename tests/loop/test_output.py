@@ -314,4 +314,4 @@ def test_a_lowered_gateway_call_cut_off_runs_nowhere() -> None:
     out.function_call(name="web_search", call_id="call_1").arguments('{"query": "q')
     out.close_open("incomplete")
 
-    assert state.output[0]["status"] == "incomplete" and state.owners == {}
+    assert state.output[0]["status"] == "failed" and state.owners == {}

@@ -1203,3 +1203,34 @@ def test_native_compact_returns_user_messages_and_one_opaque_item(
     assert [item.type for item in compacted.output] == ["message", "message", "compaction"]
     assert compacted.output[-1].encrypted_content.startswith("upstream-opaque-")
     assert upstream.compactions == 1 and compacted.object == "response.compaction"
+
+
+def test_responses_an_output_answering_no_call_is_refused_as_openai_does() -> None:
+    import httpx as _httpx
+
+    from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+    from responses_gateway.testing.script import ScriptedUpstream as _Script, Turn as _Turn
+
+    script = _Script(_Turn(text="ok"), demo=False)
+    transport = _httpx.ASGITransport(app=create_fake_upstream_app(script))
+
+    async def post(items: list[dict[str, object]]) -> _httpx.Response:
+        async with _httpx.AsyncClient(transport=transport, base_url="http://up") as client:
+            return await client.post("/v1/responses", json={"model": "m", "input": items})
+
+    import asyncio as _asyncio
+
+    orphan = [{"type": "function_call_output", "call_id": "call_x", "output": "1"}]
+    paired = [{"type": "function_call", "call_id": "call_x", "name": "f", "arguments": "{}"},
+              *orphan]  # fmt: skip
+    refused = _asyncio.run(post(orphan))
+    answered = _asyncio.run(post(paired))
+
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {
+        "message": "No tool call found for function call output with call_id call_x.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": None,
+    }
+    assert answered.status_code == 200

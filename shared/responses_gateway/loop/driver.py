@@ -82,7 +82,7 @@ from responses_gateway.loop.state import (
     Truncate,
     TurnResult,
 )
-from responses_gateway.protocol.contract import check_request, lower_context_items
+from responses_gateway.protocol.contract import check_request, failure_code, lower_context_items
 from responses_gateway.routing.attempts import Attempts, GiveUp
 from responses_gateway.routing.failures import classify
 from responses_gateway.tool_kinds import (
@@ -120,24 +120,27 @@ logger = logging.getLogger(__name__)
 _PASSED_PARAMS = (
     "temperature",
     "top_p",
+    "presence_penalty",
+    "frequency_penalty",
     "max_output_tokens",
+    "max_tool_calls",
     "top_logprobs",
     "user",
     "service_tier",
     "prompt_cache_key",
     "safety_identifier",
 )
+"""The settings a model call forwards when the client set them (``state.request`` keeps unset ones
+null; the Response echoes those as OpenAI's effective values, :func:`render.echoed`)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
-    """The ``Response.error`` object for a failure: ``{"code","message"}``."""
+    """The ``Response.error`` object for a failure: ``{"code","message"}``, the code as the
+    contract maps it (:func:`~responses_gateway.protocol.contract.failure_code`)."""
+    status = error.status_code
     if isinstance(error, UpstreamStatusError) and error.upstream_status == 429:
-        code = "rate_limit_exceeded"
-    elif error.status_code == 400 and error.code:
-        code = error.code
-    else:
-        code = "server_error"
-    return {"code": code, "message": error.message}
+        status = 429
+    return {"code": failure_code(status, error.code), "message": error.message}
 
 
 def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
@@ -353,7 +356,8 @@ async def _call_routed(
     """One model call through the router: each failed attempt is judged by
     :func:`decide_after_llm_failure` (another deployment, a fallback model, or the failure).
     ``larger``: start on the route's larger-window model (the context is known not to fit)."""
-    attempts = Attempts(primary=state.model, model=larger or "")
+    key = state.request.get("prompt_cache_key")  # the contract's row: the routing key
+    attempts = Attempts(primary=state.model, model=larger or "", key=key)
     policy = router.route_of(state.model)
     while True:
         target = await router.acquire(attempts)

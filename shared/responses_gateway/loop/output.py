@@ -501,17 +501,19 @@ class OutputWriter:
         if writer in self._open:
             self._open.remove(writer)
 
-    def message(self, item_id: str | None = None) -> MessageWriter:
-        """Open an assistant message (its parts open with their first delta)."""
-        index = self._append(
-            {
-                "id": item_id or new_id("msg"),
-                "type": "message",
-                "role": "assistant",
-                "status": "in_progress",
-                "content": [],
-            }
-        )
+    def message(self, item_id: str | None = None, phase: str | None = None) -> MessageWriter:
+        """Open an assistant message (its parts open with their first delta); ``phase``: the
+        upstream's label (``commentary`` / ``final_answer``), kept for the client to resend."""
+        item: dict[str, Any] = {
+            "id": item_id or new_id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        }
+        if phase is not None:
+            item["phase"] = phase
+        index = self._append(item)
         writer = MessageWriter(self, index)
         self._open.append(writer)
         return writer

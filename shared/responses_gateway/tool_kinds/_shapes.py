@@ -247,8 +247,22 @@ def shell_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
             "commands": _strings(parsed.get("commands")),
             "timeout_ms": _int_or_none(parsed.get("timeout_ms")),
             "max_output_length": _int_or_none(parsed.get("max_output_length")),
-        }
+        },
+        "environment": _shell_environment(exposed.tool.get("environment")),
     }
+
+
+def _shell_environment(declared: Any) -> dict[str, Any] | None:
+    """The ``environment`` a shell call reports (both specs require the key): where the tool
+    said its commands run (``local``, or a referenced container), else null (``container_auto``
+    or nothing: the client decides)."""
+    kind = _obj(declared).get("type")
+    if kind == "local":
+        return {"type": "local"}
+    container = _obj(declared).get("container_id")
+    if kind == "container_reference" and isinstance(container, str):
+        return {"type": "container_reference", "container_id": container}
+    return None
 
 
 def local_shell_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:

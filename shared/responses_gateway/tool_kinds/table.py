@@ -293,6 +293,7 @@ KINDS: tuple[ToolKind, ...] = (
             web_search_seen,
             gated=(("web_search_call.action.sources", ("action", "sources")),),
         ),
+        cut_off="failed",  # both specs' web_search_call status has no incomplete
     ),
     ToolKind(
         "file_search",
