@@ -48,6 +48,9 @@ class OutputItemCase:
     status: str | None
     item: dict[str, Any]
     """The smallest item of the type that the SDK validates, with that status."""
+    spec_problem: str | None = None
+    """Why a spec refuses the item (a status the SDK allows and a spec does not list), or
+    None: both specs accept it. Relayed as it came, such an item keeps the upstream's fault."""
 
     @property
     def id(self) -> str:
@@ -109,10 +112,25 @@ _NAMES: dict[str, dict[str, Any]] = {
 function ``lookup``, the custom tool ``patcher``)."""
 
 
+def _merged(under: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    """``over`` on top of ``under``, objects merged key by key."""
+    merged = dict(under)
+    for key, value in over.items():
+        below = merged.get(key)
+        both = isinstance(below, dict) and isinstance(value, dict)
+        merged[key] = _merged(below, value) if both else value  # type: ignore[arg-type]
+    return merged
+
+
 def output_item_cases() -> list[OutputItemCase]:
-    """Every output item type of the pinned SDK with every status its type allows."""
+    """Every output item type of the pinned SDK with every status its type allows; each item
+    carries what the SDK requires of it, and what OpenAI's spec and the Open Responses spec
+    require of its type too (a well-formed answer, but for statuses a spec does not list)."""
     from openai.types.responses.response_output_item import ResponseOutputItem
 
+    from responses_gateway.testing.spec_oracle import spec_oracle
+
+    oracle = spec_oracle()
     cases: list[OutputItemCase] = []
     for model in _members(ResponseOutputItem):
         fields = model.model_fields
@@ -121,12 +139,18 @@ def output_item_cases() -> list[OutputItemCase]:
             [str(s) for s in _literals(fields["status"].annotation)] if "status" in fields else []
         )
         for status in statuses or [None]:
-            item = {**_smallest(model), "type": item_type, **_NAMES.get(item_type, {})}
+            smallest = _merged(oracle.required_of_item(item_type), _smallest(model))
+            item = {**smallest, "type": item_type, **_NAMES.get(item_type, {})}
             item["id"] = f"up_{item_type}"
             if status is not None:
                 item["status"] = status
             model.model_validate(item)  # the SDK accepts what the upstream sends
-            cases.append(OutputItemCase(item_type, status, item))
+            try:
+                oracle.check_output_item(item, count=False)
+                problem = None
+            except AssertionError as refused:
+                problem = str(refused)
+            cases.append(OutputItemCase(item_type, status, item, problem))
     return cases
 
 

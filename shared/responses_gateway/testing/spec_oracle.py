@@ -155,6 +155,42 @@ class _Document:
                 found.setdefault(value, name)
         return found
 
+    def required_sample(self, schema_name: str) -> dict[str, Any]:
+        """The smallest value of each property a schema requires (its ``allOf`` parts
+        included); a required name the schema does not declare gets a string."""
+        sample: dict[str, Any] = {}
+        pending = [self.schemas[schema_name]]
+        while pending:
+            schema = pending.pop()
+            declared = schema.get("properties") or {}
+            for name in schema.get("required") or ():
+                sample.setdefault(name, self._sample(declared.get(name, {"type": "string"})))
+            for part in schema.get("allOf") or ():
+                pending.append(self.schemas[_ref_name(part)] if "$ref" in part else part)
+        return sample
+
+    def _sample(self, schema: Mapping[str, Any], depth: int = 0) -> Any:
+        if "$ref" in schema:
+            return self._sample(self.schemas[_ref_name(schema)], depth + 1)
+        if "enum" in schema:
+            return schema["enum"][0]
+        if "const" in schema:
+            return schema["const"]
+        options = schema.get("anyOf") or schema.get("oneOf")
+        if options:
+            kept = [o for o in options if o.get("type") != "null"] or options
+            return self._sample(kept[0], depth + 1)
+        kind = schema.get("type")
+        kind = next((k for k in kind if k != "null"), "null") if isinstance(kind, list) else kind
+        if kind == "object" and depth < 8:
+            declared = schema.get("properties") or {}
+            return {
+                n: self._sample(declared.get(n, {}), depth + 1)
+                for n in schema.get("required") or ()
+            }
+        simple = {"string": "x", "integer": 0, "number": 0, "boolean": False, "array": []}
+        return simple.get(str(kind))
+
     def _type_values(self, schema: Mapping[str, Any]) -> list[str]:
         kind = (schema.get("properties") or {}).get("type") or {}
         values = list(kind.get("enum") or ())
@@ -206,6 +242,18 @@ class SpecOracle:
         self._or_tools = orr.members(orr.schemas["Tool"])
         self._or_choices = orr.members(orr.schemas["ResponseResource"]["properties"]["tool_choice"])
         self._sdk_models: dict[str, Any] | None = None
+
+    def required_of_item(self, item_type: str) -> dict[str, Any]:
+        """The smallest values of the fields either document requires of an output item of
+        ``item_type`` (OpenAI's values win where both require one)."""
+        sample: dict[str, Any] = {}
+        for document, items in (
+            (self.open_responses, self._or_items),
+            (self.openai, self._openai_items),
+        ):
+            if item_type in items:
+                sample.update(document.required_sample(items[item_type]))
+        return sample
 
     @classmethod
     def load(cls, directory: Path | None = None) -> SpecOracle:
