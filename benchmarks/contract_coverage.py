@@ -1,6 +1,7 @@
 """The contract coverage table: per family and wire, how many names of the installed openai SDK
-are relayed, lowered, run by the gateway, refused or omitted, and which ones are refused or
-omitted, with the reason (the rows of :mod:`responses_gateway.protocol.contract`).
+(and, for create fields, of both vendored specs) are relayed, lowered, run by the gateway,
+refused or omitted, and which ones are refused or omitted, with the reason (the rows of
+:mod:`responses_gateway.protocol.contract`).
 
 Names the SDK declares without a row are listed as ``MISSING`` (the coverage test fails on them).
 
@@ -16,9 +17,18 @@ import json
 from pathlib import Path
 
 from responses_gateway.protocol.contract import FAMILIES, WIRES
-from responses_gateway.testing.sdk_unions import sdk_names, sdk_version
+from responses_gateway.testing.sdk_unions import sdk_names as _sdk_names, sdk_version
+from responses_gateway.testing.spec_oracle import spec_oracle
 
 FATES = ("relayed", "lowered", "gateway", "refused", "omitted")
+
+
+def sdk_names() -> dict[str, list[str]]:
+    """The SDK's names per family, with the create fields only the specs declare added."""
+    names = _sdk_names()
+    specs = sorted(set().union(*spec_oracle().create_fields().values()))
+    names["create_fields"] += [n for n in specs if n not in names["create_fields"]]
+    return names
 
 
 def table() -> dict[str, dict[str, dict[str, int]]]:
@@ -37,7 +47,8 @@ def table() -> dict[str, dict[str, dict[str, int]]]:
 
 
 def policies() -> list[tuple[str, str, str, str, str]]:
-    """(family, name, wire, fate, reason) of every refused or omitted SDK name."""
+    """(family, name, wire, fate, reason) of every refused or omitted SDK name, and of every
+    create field refused for some of its values."""
     names = sdk_names()
     found = []
     for family, rows in FAMILIES.items():
@@ -45,8 +56,12 @@ def policies() -> list[tuple[str, str, str, str, str]]:
             row = rows.get(name)
             for wire in WIRES:
                 handling = row.on(wire) if row else None
-                if handling is not None and handling.fate in ("refused", "omitted"):
+                if handling is None:
+                    continue
+                if handling.fate in ("refused", "omitted"):
                     found.append((family, name, wire, handling.fate, handling.how))
+                elif handling.accepts is not None:  # refused for the values it does not cover
+                    found.append((family, name, wire, "partly refused", handling.how))
     return found
 
 

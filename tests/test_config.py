@@ -239,3 +239,33 @@ def test_request_log_content_is_off_unless_tenants_are_named() -> None:
     ):
         with pytest.raises(ConfigError, match=message):
             parse_config({"providers": providers, **bad}, env={})
+
+
+def test_loop_limits_default_and_are_set_per_provider() -> None:
+    from responses_gateway.loop.limits import LoopLimits
+
+    config = parse_config(
+        {
+            "providers": [
+                {"name": "a", "base_url": "http://a/v1", "models": ["ma"]},
+                {
+                    "name": "b",
+                    "base_url": "http://b/v1",
+                    "default": True,
+                    "max_model_calls": 8,
+                    "max_tool_calls": 3,
+                    "max_loop_seconds": 90,
+                },
+            ]
+        },
+        {},
+    )
+
+    assert config.limits_for("ma") == LoopLimits(64, 32, 3600.0)
+    assert config.limits_for("anything") == LoopLimits(8, 3, 90.0)
+
+
+def test_loop_limits_must_be_positive_numbers() -> None:
+    provider = {"name": "p", "base_url": "http://p/v1", "max_model_calls": 0}
+    with pytest.raises(ConfigError, match="provider 'p': max_model_calls must be a positive"):
+        parse_config({"providers": [provider]}, {})

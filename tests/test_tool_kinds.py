@@ -17,7 +17,8 @@ from responses_gateway.tool_kinds import (
     hosted_tools_without_backend,
     kind_of,
     lower_items,
-    runs_on_gateway,
+    lowered_owner,
+    mcp_choice_as_functions,
     search_tools,
     shown,
     tool_view,
@@ -290,13 +291,13 @@ def test_unknown_tool_type_on_a_function_wire_is_a_400_naming_it() -> None:
     assert error.value.param == "tools[0].type"
 
 
-def test_server_tool_search_call_runs_on_the_gateway_and_a_client_one_does_not() -> None:
+def test_lowered_server_tool_search_call_is_the_gateways_and_a_client_one_the_clients() -> None:
     server = tool_view([{"type": "tool_search"}], [], "auto", "chat").calls["tool_search"]
     client = tool_view([{"type": "tool_search", "execution": "client"}], [], "auto", "chat")
 
-    assert runs_on_gateway({**server.item('{"query": "x"}'), "status": "in_progress"})
-    assert not runs_on_gateway(client.calls["tool_search"].item('{"query": "x"}'))
-    assert not runs_on_gateway({"type": "tool_search_output", "execution": "server"})
+    assert lowered_owner(server.item('{"query": "x"}')) == "search"
+    assert lowered_owner(client.calls["tool_search"].item('{"query": "x"}')) == "client"
+    assert lowered_owner({"type": "tool_search_output", "execution": "server"}) == "client"
 
 
 def test_search_tools_ranks_deferred_tools_by_shared_words_and_keeps_namespaces() -> None:
@@ -346,7 +347,7 @@ def test_backed_hosted_kind_is_lowered_and_its_run_replays_with_its_result() -> 
         "id": "ws_1",
         "action": {"type": "search", "query": "q"},
     }
-    assert runs_on_gateway({**call, "status": "in_progress"})
+    assert lowered_owner({**call, "status": "completed"}) == "backend"  # whatever its status
     assert lower_items([call], {"ws_1": "results"}) == [
         {
             "type": "function_call",
@@ -438,3 +439,32 @@ def test_shown_leaves_other_items_alone() -> None:
     assert shown(message, []) is message
     relayed = {"type": "web_search_call", "id": "ws", "action": {"type": "search", "query": "q"}}
     assert shown(relayed, []) is relayed
+
+
+def test_mcp_choice_as_functions_names_the_gateways_functions_for_a_responses_upstream() -> None:
+    offered = ["calc__add", "calc__mul", "other__x", "get_weather"]
+    allowed = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [
+            {"type": "mcp", "server_label": "calc"},
+            {"type": "mcp", "server_label": "other", "name": "x"},
+            {"type": "function", "name": "get_weather"},
+        ],
+    }
+
+    assert mcp_choice_as_functions(
+        {"type": "mcp", "server_label": "calc", "name": "add"}, offered
+    ) == {"type": "function", "name": "calc__add"}
+    assert mcp_choice_as_functions({"type": "mcp", "server_label": "calc"}, offered) == ("required")
+    assert mcp_choice_as_functions(allowed, offered) == {
+        **allowed,
+        "tools": [
+            {"type": "function", "name": "calc__add"},
+            {"type": "function", "name": "calc__mul"},
+            {"type": "function", "name": "other__x"},
+            {"type": "function", "name": "get_weather"},
+        ],
+    }
+    for unchanged in ("auto", {"type": "function", "name": "f"}, {"type": "web_search"}):
+        assert mcp_choice_as_functions(unchanged, offered) == unchanged

@@ -159,6 +159,22 @@ async def _native(gateway: Gateway, transcript: Transcript, body: CompactRequest
     return loads_json(answer.text)
 
 
+def _complete_usage(compacted: dict[str, Any]) -> dict[str, Any]:
+    """An upstream's compaction object with every usage count both specs require (zeros for
+    those it left out; what it sent is kept as sent)."""
+    usage = compacted.get("usage")
+    if not isinstance(usage, dict):
+        return compacted
+    filled = normalize_usage(usage) or {}
+    for key, value in usage.items():
+        known = filled.get(key)
+        if isinstance(known, dict) and isinstance(value, dict):
+            filled[key] = {**known, **value}
+        else:
+            filled[key] = value
+    return {**compacted, "usage": filled}
+
+
 async def compact(gateway: Gateway, body: CompactRequest, tenant: str) -> dict[str, Any]:
     """The ``response.compaction`` object for ``body`` (validated by its door: ``model`` set).
 
@@ -178,10 +194,7 @@ async def compact(gateway: Gateway, body: CompactRequest, tenant: str) -> dict[s
         if native is not None and not isinstance(native, dict):
             raise UpstreamProtocolError("The upstream's compaction answer is no JSON object.")
         if native is not None:
-            answer = dict(native)
-            if isinstance(answer.get("usage"), dict):  # every field the SDK reads, as ours
-                answer["usage"] = normalize_usage(answer["usage"])
-            return answer
+            return _complete_usage(dict(native))
     state = LoopState(
         response_id=new_id("resp"),
         created_at=int(time.time()),

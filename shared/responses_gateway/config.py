@@ -47,6 +47,7 @@ from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
 from responses_gateway.errors import NotFoundError
+from responses_gateway.loop.limits import DEFAULT_LIMITS, LoopLimits, parse_loop_limits
 from responses_gateway.prompts import PromptConfigError, PromptTemplate, parse_prompts
 from responses_gateway.routing.deployments import ModelRoute, RouteError, parse_routes
 from responses_gateway.tool_kinds import BACKED_KINDS
@@ -114,6 +115,9 @@ class Provider:
     upstream that cannot stream a request (a 2xx answer without a single event, or JSON) from
     the same request sent unstreamed; ``off`` always calls unstreamed; ``on`` never falls back
     (see :mod:`responses_gateway.adapters.wire`)."""
+    limits: LoopLimits = DEFAULT_LIMITS
+    """The caps of each response's loop on this provider: model calls, gateway tool calls,
+    wall time (``max_model_calls``, ``max_tool_calls``, ``max_loop_seconds``)."""
 
     @property
     def catch_all(self) -> bool:
@@ -220,6 +224,17 @@ class GatewayConfig:
                 return server
         return None
 
+    def limits_for(self, model: str) -> LoopLimits:
+        """The loop caps of a response to ``model``: its route's, else its provider's.
+
+        Raises:
+            NotFoundError: no provider serves ``model``.
+        """
+        routed = self.routes.get(model)
+        if routed is not None and routed.limits is not None:
+            return routed.limits
+        return self.route(model)[0].limits
+
     def route(self, model: str) -> tuple[Provider, str]:
         """The provider for ``model`` and the model name to send it.
 
@@ -308,6 +323,7 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         send_reasoning_content=_flag(raw, "send_reasoning_content", name),
         send_verbosity=_flag(raw, "send_verbosity", name),
         streaming=_streaming(raw.get("streaming", "auto"), name),
+        limits=_limits(raw, f"provider {name!r}", DEFAULT_LIMITS),
     )
 
 
@@ -315,6 +331,13 @@ def _streaming(value: Any, name: str) -> Literal["auto", "on", "off"]:
     if value not in ("auto", "on", "off"):
         raise ConfigError(f"provider {name!r}: streaming must be 'auto', 'on' or 'off'")
     return cast(Literal["auto", "on", "off"], value)
+
+
+def _limits(raw: Mapping[str, Any], where: str, base: LoopLimits) -> LoopLimits:
+    try:
+        return parse_loop_limits(raw, where, base)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def _table(value: Any, key: str, name: str) -> dict[str, Any]:

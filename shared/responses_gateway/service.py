@@ -113,9 +113,6 @@ class PreparedRun:
     omitted_tools: list[str] = field(default_factory=list)
     """Hosted tool types the model does not see (no backend on its wire; the provider's
     ``hosted_tools`` policy is ``omit``): the ``x-gateway-omitted-tools`` response header."""
-    omitted_fields: list[str] = field(default_factory=list)
-    """Create fields the request set that its wire omits under the contract's rows
-    (:mod:`responses_gateway.protocol.contract`): the ``x-gateway-omitted-fields`` header."""
 
     def observe(self, sink: Sink) -> Sink:
         """``sink`` as the loop should get it: the first model output it sees is noted in the
@@ -244,7 +241,6 @@ class Gateway:
         latch: UpgradeLatch = PROCESS_LATCH,
         *,
         mcp_policy: Any = None,
-        max_tool_calls: int = 32,
         launcher: Launcher | None = None,
         foreground_budget: float | None = None,
     ) -> None:
@@ -252,7 +248,6 @@ class Gateway:
         self.client = client
         self.store = store
         self.latch = latch
-        self.max_tool_calls = max_tool_calls
         self.launcher = launcher
         """Starts background runs (Step Functions, or the in-process runner); None: no
         background mode (create with ``background: true`` is then 400)."""
@@ -392,7 +387,7 @@ class Gateway:
             upstream_model=upstream_model,
             backends=self._backends(list(state.request.get("tools") or []), adapter.wire, sessions),
             tools=self._gateway_tools(tools, [*state.control_items, *state.output], sessions),
-            max_tool_calls=self.max_tool_calls,
+            limits=self.config.limits_for(state.model),
             persist=persist if persist is not None else self.persister_for(tenant, run),
             meter=self.meter(provider, state.request, run.get("compaction")),
             tenant=tenant,
@@ -474,7 +469,12 @@ class Gateway:
         hint = body if isinstance(body, dict) else {}
         model = hint.get("model")
         client = client_ids_of(
-            [hint.get("client_metadata"), hint.get("metadata")], client_headers or {}
+            [
+                hint.get("client_metadata"),
+                hint.get("metadata"),
+                {"safety_identifier": hint.get("safety_identifier")},
+            ],
+            client_headers or {},
         )
         return await log_refused(
             self.store,
@@ -672,7 +672,11 @@ class Gateway:
             "stored": request.store is not False,
             "stream": bool(request.stream),
             "client": client_ids_of(
-                [(request.model_extra or {}).get("client_metadata"), request.metadata],
+                [
+                    (request.model_extra or {}).get("client_metadata"),
+                    request.metadata,
+                    {"safety_identifier": request.safety_identifier},  # the contract's row
+                ],
                 client_headers or {},
             ),
             "transport": "http" if memory is None else "websocket",
@@ -685,19 +689,12 @@ class Gateway:
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
-        omitted_fields = check_request(
+        check_request(  # a field the wire refuses (or a value of it): a 400 naming it
             request.model_dump(
                 mode="json", exclude_unset=True, include=set(checked_fields(adapter.wire))
             ),
             adapter.wire,
         )
-        if omitted_fields:
-            logger.info(
-                "omitting fields %s for model %s (the %s wire has no equivalent)",
-                ",".join(omitted_fields),
-                request.model,
-                adapter.wire,
-            )
         if omitted:
             logger.info(
                 "omitting hosted tools %s for model %s (provider %s has no backend for them)",
@@ -712,7 +709,7 @@ class Gateway:
             tools=self._gateway_tools(
                 list(request.tools or []), [*context.history, *prepared.items], sessions
             ),
-            max_tool_calls=self.max_tool_calls,
+            limits=self.config.limits_for(request.model),
             persist=self._persister(
                 tenant,
                 stored_items,
@@ -763,7 +760,6 @@ class Gateway:
             and not _carries_secrets(request)
             and self.launcher is not None,
             omitted_tools=omitted,
-            omitted_fields=omitted_fields,
         )
 
     async def record_started(self, run: PreparedRun) -> None:

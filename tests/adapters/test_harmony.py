@@ -258,15 +258,20 @@ def test_render_prompt_equals_the_library_rendering_of_the_conversation(
     assert render_prompt(call, DAY) == expected  # again, from the cache
 
 
-def test_render_image_part_is_invalid() -> None:
-    part = {"type": "input_image", "image_url": "https://example.com/a.png"}
-    call = ModelCall(model="m", input=[{"type": "message", "role": "user", "content": [part]}])
-    with pytest.raises(InvalidRequestError) as info:
-        render_prompt(call, DAY)
+def test_render_image_and_file_parts_become_notes_the_model_reads() -> None:
+    parts = [
+        {"type": "input_text", "text": "What is this?"},
+        {"type": "input_image", "image_url": "https://example.com/a.png"},
+        {"type": "input_file", "file_id": "file_1", "filename": "a.pdf"},
+    ]
+    call = ModelCall(model="m", input=[{"type": "message", "role": "user", "content": parts}])
+
+    prompt = harmony_encoding().decode_utf8(render_prompt(call, DAY))
+
     assert (
-        info.value.message
-        == "Harmony upstreams take text only: input message 0 has an input_image part."
-    )
+        "What is this?\n[An image was attached here; this model reads text only and cannot see "
+        "it.]\n[A file (a.pdf) was attached here; this model reads text only and cannot read it.]"
+    ) in prompt
 
 
 def test_render_output_without_its_call_is_invalid() -> None:

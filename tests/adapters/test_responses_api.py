@@ -117,9 +117,12 @@ class Script:
         final_text: str | None = None,
         kind: str = "output_text",
         done: bool = True,
+        phase: str | None = None,
     ) -> Script:
         index = len(self.output)
         item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress"}
+        if phase is not None:
+            item["phase"] = phase
         self.add("response.output_item.added", output_index=index, item={**item, "content": []})
         text_key = "text" if kind == "output_text" else "refusal"
         part: dict[str, Any] = {"type": kind, text_key: ""}
@@ -429,6 +432,43 @@ def test_to_responses_request_transcript_items_lose_ids_and_status() -> None:
     ]
 
 
+def _sdk_input_types_with_status() -> set[str]:
+    from openai.types.responses import ResponseInputItemParam
+
+    from responses_gateway.testing.sdk_unions import _members, _type_of
+
+    found: set[str] = set()
+    for member in _members(ResponseInputItemParam):
+        if "status" in getattr(member, "__annotations__", {}):
+            found.update(_type_of(member))
+    return found
+
+
+def test_status_kept_is_every_relayed_input_type_whose_sdk_param_declares_status() -> None:
+    from responses_gateway.adapters.responses_api import _ITEM_FIELDS, _STATUS_KEPT
+
+    rebuilt = set(_ITEM_FIELDS) | {"reasoning"}
+    assert _sdk_input_types_with_status() - rebuilt == _STATUS_KEPT
+
+
+@pytest.mark.parametrize("status", ["completed", "in_progress"])
+def test_to_responses_request_tool_search_items_keep_the_status_the_client_sent(
+    status: str,
+) -> None:
+    search = {"type": "tool_search_call", "id": "tsc_1", "call_id": "c1", "status": status,
+              "execution": "client", "arguments": {"query": "x"}}  # fmt: skip
+    output = {"type": "tool_search_output", "id": "tso_1", "call_id": "c1", "status": status,
+              "execution": "client", "tools": []}  # fmt: skip
+    custom = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "c2", "name": "x",
+              "input": "y", "status": "completed"}  # fmt: skip
+    call = ModelCall(model="gpt-up", input=[USER, search, output, custom])
+
+    sent = to_responses_request(call)["input"]
+
+    assert sent[1:3] == [search, output]  # exactly as sent
+    assert "status" not in sent[3]  # its input param has none: OpenAI would refuse it
+
+
 def test_to_responses_request_reasoning_without_encrypted_content_is_dropped() -> None:
     summary = [{"type": "summary_text", "text": "thinking"}]
     call = ModelCall(
@@ -684,6 +724,18 @@ async def test_call_llm_text_stream_emits_one_message() -> None:
     assert str(request.url) == f"{BASE_URL}/responses"
     assert request.headers["authorization"] == "Bearer sk-test"
     assert request.headers["accept"] == "text/event-stream"
+
+
+@pytest.mark.parametrize("phase", ["commentary", "final_answer"])
+async def test_call_llm_a_message_keeps_the_phase_the_upstream_labelled_it_with(
+    phase: str,
+) -> None:
+    """Newer models label assistant messages; clients must resend the label, so it is kept."""
+    up = Harness.sse(Script().start().message(["ok"], phase=phase).completed())
+
+    await up.call()
+
+    assert up.state.output == [{**message_item("msg_1", "ok"), "phase": phase}]
 
 
 async def test_call_llm_without_api_key_sends_no_authorization_but_extra_headers() -> None:
@@ -1353,10 +1405,27 @@ async def test_call_llm_lone_surrogates_in_error_messages_are_replaced() -> None
     assert (http_error.value.message, stream_error.value.message) == ("bad \ufffd", "boom \ufffd")
 
 
-def test_request_replays_status_only_where_openai_requires_it() -> None:
+def test_request_replays_status_where_the_input_param_declares_it() -> None:
     search = {"id": "ws_1", "type": "web_search_call", "status": "completed",
               "action": {"type": "search", "query": "q"}}  # fmt: skip
     call = {"id": "mcp_1", "type": "mcp_call", "status": "completed", "server_label": "s",
             "name": "n", "arguments": "{}"}  # fmt: skip
-    payload = to_responses_request(ModelCall(model="m", input=[search, call]))
-    assert payload["input"] == [search, {k: v for k, v in call.items() if k != "status"}]
+    listing = {"id": "mcpl_1", "type": "mcp_list_tools", "status": "completed",
+               "server_label": "s", "tools": []}  # fmt: skip
+    payload = to_responses_request(ModelCall(model="m", input=[search, call, listing]))
+    assert payload["input"] == [search, call, {k: v for k, v in listing.items() if k != "status"}]
+
+
+async def test_call_llm_an_in_stream_invalid_request_without_a_code_is_a_400() -> None:
+    """An orphan call_id comes back as an invalid_request_error with no code: the request's
+    fault (a 400 the client sees), not a server error."""
+    error = {"message": "No tool call found for function call output with call_id c9.",
+             "type": "invalid_request_error", "param": "input", "code": None}  # fmt: skip
+    script = Script().start()
+    failed = Harness.sse(script.add("error", error=error))
+
+    with pytest.raises(UpstreamStatusError) as raised:
+        await failed.call()
+
+    assert (raised.value.status_code, raised.value.error_type) == (400, "invalid_request_error")
+    assert raised.value.param == "input"

@@ -9,6 +9,12 @@ Every module runs on the DynamoDB store (through an embedded moto server), as de
 marked ``pytest.mark.stores("dynamodb", "sqlite")`` runs a second time on the SQLite store ``serve``
 uses by default (a file in a temporary directory), so the stores are checked end to end without
 running every module twice.
+
+Every gateway app a test serves (the session's, and any a test builds and runs with
+``run_in_thread``) is tapped (:mod:`responses_gateway.testing.spec_fixtures`): each Response
+object, SSE event, WebSocket message and compaction object it sends is checked against OpenAI's
+spec and the Open Responses spec, and a test after which any broke one fails at teardown
+(``spec_conformance``). The session's totals are printed at the end.
 """
 
 from __future__ import annotations
@@ -36,6 +42,11 @@ from responses_gateway.store.sqlite import SqliteStore, connect_for_inspection
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
 from responses_gateway.testing.server import RunningServer, run_in_thread
+from responses_gateway.testing.spec_fixtures import (  # noqa: F401 - fixtures and a hook
+    pytest_terminal_summary,
+    spec_conformance,
+    spec_taps,
+)
 
 UPSTREAM_KEY = "sk-upstream-secret-key"
 

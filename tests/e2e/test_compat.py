@@ -133,7 +133,6 @@ def test_fields_a_chat_server_would_reject_are_never_forwarded(
         "stream_options": {"include_obfuscation": False},
         "client_metadata": {"session_id": "s"},
         "prompt_cache_key": "k",
-        "prompt_cache_options": {"ttl": "1h"},
         "safety_identifier": "u1",
         "include": ENCRYPTED,
         "reasoning": {"effort": "low", "context": "all_turns"},
@@ -180,10 +179,8 @@ def test_codex_requests_are_accepted_over_the_other_wires(
     http: httpx.Client, upstream: ScriptedUpstream, wire: str
 ) -> None:
     upstream.push(Turn(text="hi"), Turn(text="seen"))
-    # gpt-oss takes text only: harmony refuses image tool results (a 400 of its own)
-    names = ["family-a-first-request"]
-    if wire == "responses":
-        names.append("family-b-view-image-output")
+    # gpt-oss reads text only: on harmony the image of a view_image result becomes a note
+    names = ["family-a-first-request", "family-b-view-image-output"]
     for name in names:
         status, events = _post_sse(http, json.dumps(_codex(name, MODELS[wire])).encode())
         assert status == 200, events
@@ -191,6 +188,9 @@ def test_codex_requests_are_accepted_over_the_other_wires(
     if wire == "responses":
         sent = upstream.model_requests()[-1].json
         assert "client_metadata" not in sent and sent["text"]["verbosity"] == "low"
+    else:
+        prompt = upstream.model_requests()[-1].prompt or ""
+        assert "[An image was attached here; this model reads text only" in prompt
 
 
 # -- compressed bodies ------------------------------------------------------------------------

@@ -91,30 +91,6 @@ def _shown(payload: dict[str, Any]) -> str:
     return "\n".join(shown)
 
 
-RESPONSES_ONLY = {
-    "prompt_cache_retention": "24h",
-    "prompt_cache_options": {"mode": "auto"},
-    "moderation": {"mode": "auto"},
-}
-
-
-def test_responses_only_fields_reach_a_responses_upstream_only(
-    client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str
-) -> None:
-    upstream.push(Turn(text="ok"))
-
-    raw = client.responses.with_raw_response.create(
-        model=model, input="go", extra_body=RESPONSES_ONLY
-    )
-
-    sent = upstream.model_requests()[-1].json
-    relayed = {k: sent[k] for k in RESPONSES_ONLY if k in sent}
-    assert relayed == (RESPONSES_ONLY if wire == "responses" else {})
-    signal = raw.headers.get("x-gateway-omitted-fields")
-    expected = "moderation,prompt_cache_options,prompt_cache_retention"
-    assert signal == (None if wire == "responses" else expected)
-
-
 def test_a_refused_tool_is_a_400_naming_it_before_any_model_call(
     client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str
 ) -> None:
@@ -216,7 +192,10 @@ def test_create_field_handling_matches_its_row(
     response = client.responses.create(model=model, input="go", **params)
 
     sent = upstream.model_requests()[-1]
-    assert handling.fate in ("relayed", "lowered"), (name, wire)
+    assert handling.fate in ("relayed", "lowered") or (name, wire) == (
+        "parallel_tool_calls",
+        "harmony",  # applied by the gateway: the completion is read up to its first call
+    ), (name, wire)
     if wire == "responses":
         assert sent.json[name] == params[name]
     else:

@@ -19,6 +19,7 @@ from responses_gateway.testing import hosted
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
 from responses_gateway.testing.script import RelayedItem, ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.sdk_instances import INPUT_INSTANCES
+from responses_gateway.testing.spec_oracle import spec_oracle
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 from .conftest import MODELS
@@ -36,12 +37,30 @@ _WITH_EVENTS = {
 }
 
 
+_REQUIRED_AS_OUTPUT: dict[str, Any] = {
+    "call_id": "call_o1",
+    "max_output_length": None,
+    "request_id": "mcpr_o1",
+}
+"""Values for the keys either spec requires of an output item that the smallest input instance
+leaves out (an upstream's items are spec-valid; the tap checks what we relay)."""
+
+
 def _plain(name: str) -> RelayedItem:
-    """A minimal item of type ``name``, from the SDK-validated input instances."""
+    """A minimal item of type ``name``, from the SDK-validated input instances, with the keys
+    OpenAI's spec requires of it as an output item."""
     source = [i for i in INPUT_INSTANCES.get(name, []) if i["type"] == name]
     item: dict[str, Any] = {**(source[0] if source else {"type": name})}
     item.setdefault("id", f"{name[:4]}_o1")
     item.setdefault("status", "completed")
+    oracle = spec_oracle()
+    required: list[str] = []
+    for spec, union in ((oracle.openai, "OutputItem"), (oracle.open_responses, "ItemField")):
+        member = spec.members(spec.schemas[union]).get(name)
+        required += spec.schemas[member].get("required", []) if member else []
+    for key in required:
+        if key not in item:
+            item[key] = _REQUIRED_AS_OUTPUT[key]
     TypeAdapter(ResponseOutputItem).validate_python(item)
     return RelayedItem(added=dict(item), events=[], done=item)
 

@@ -187,7 +187,9 @@ def test_create_text_streaming_raw_events_follow_the_contract(
     assert not any("obfuscation" in e for e in events)
     assert final["status"] == "completed"
     assert events[0]["response"]["status"] == "in_progress"
-    assert events[0]["response"]["usage"] is None
+    assert events[0]["response"]["usage"]["total_tokens"] == 0  # nothing counted yet
+    assert events[0]["response"]["completed_at"] is None
+    assert final["completed_at"] is not None
 
 
 def test_create_streamed_completed_output_equals_non_streamed_output(

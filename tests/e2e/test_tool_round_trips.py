@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from responses_gateway.adapters.responses_api import _STATUS_KEPT as STATUS_KEPT
 from responses_gateway.protocol.resources import stored_item
 from responses_gateway.testing import hosted
 from responses_gateway.testing.harmony import read_prompt
@@ -278,6 +279,9 @@ def test_tool_items_round_trip_unchanged_over_the_responses_wire(
     assert [i["type"] for i in sent] == ["message", call["type"], answer["type"]]
     # sent as input items: as stored, less their ids and statuses
     assert [_as_input(i) for i in sent[1:]] == [_as_input(call), _as_input(answer)]
+    for got, given in zip(sent[1:], [call, answer], strict=True):  # the client's status, relayed
+        if given["type"] in STATUS_KEPT and "status" in given:
+            assert got["status"] == given["status"], given["type"]
     stored = _input_items(http, second.json()["id"])
     expected = [answer] if form != "history" else [STORED_GO, call, answer]
     assert [_without_id(i) for i in stored] == [_without_id(stored_item(i)) for i in expected]

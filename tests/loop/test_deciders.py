@@ -14,13 +14,22 @@ from responses_gateway.loop import (
     decide_after_execute_tools,
 )
 from responses_gateway.loop.driver import decide_start
+from responses_gateway.loop.limits import LoopLimits
+from responses_gateway.loop.state import CallOwner
 
 
-def _state(output: list[dict[str, Any]], *, turn_start: int = 0, stop: str = "stop") -> LoopState:
+def _state(
+    output: list[dict[str, Any]],
+    *,
+    turn_start: int = 0,
+    stop: str = "stop",
+    owners: dict[int, CallOwner] | None = None,
+) -> LoopState:
     state = LoopState(response_id="resp_1", created_at=1, model="m", request={}, upstream_input=[])
     state.output = output
     state.turn_start = turn_start
     state.last_stop = stop  # type: ignore[assignment]
+    state.owners = dict(owners or {})
     return state
 
 
@@ -47,7 +56,7 @@ def test_decide_after_call_llm_length_finishes_incomplete_max_output_tokens() ->
 
 
 def test_decide_after_call_llm_length_with_pending_gateway_call_runs_nothing() -> None:
-    assert decide_after_call_llm(_state([_mcp()], stop="length")) == Finish(
+    assert decide_after_call_llm(_state([_mcp()], stop="length", owners={0: "mcp"})) == Finish(
         "incomplete", reason="max_output_tokens"
     )
 
@@ -59,21 +68,36 @@ def test_decide_after_call_llm_content_filter_finishes_incomplete() -> None:
 
 
 def test_decide_after_call_llm_client_function_calls_finish_completed() -> None:
-    state = _state([_call("get_weather"), _call("get_time")])
+    state = _state([_call("get_weather"), _call("get_time")], owners={0: "client", 1: "client"})
     assert decide_after_call_llm(state) == Finish("completed")
 
 
 def test_decide_after_call_llm_announced_gateway_calls_execute() -> None:
-    state = _state([MESSAGE, _mcp(), _call("get_weather"), _mcp()])
+    owners: dict[int, CallOwner] = {1: "mcp", 2: "client", 3: "mcp"}
+    state = _state([MESSAGE, _mcp(), _call("get_weather"), _mcp()], owners=owners)
     assert decide_after_call_llm(state) == ExecuteTools((1, 3))
 
 
-def test_decide_after_call_llm_finished_gateway_calls_are_not_rerun() -> None:
-    assert decide_after_call_llm(_state([_mcp("completed")])) == Finish("completed")
+def test_decide_after_call_llm_an_upstreams_call_never_runs_whatever_its_status() -> None:
+    for status in ("in_progress", "completed", "calling", "failed"):
+        state = _state([_mcp(status), MESSAGE], owners={0: "upstream"})
+        assert decide_after_call_llm(state) == Finish("completed")
 
 
 def test_decide_after_call_llm_gateway_calls_run_before_approvals_interrupt() -> None:
-    assert decide_after_call_llm(_state([_mcp(), APPROVAL])) == ExecuteTools((0,))
+    assert decide_after_call_llm(_state([_mcp(), APPROVAL], owners={0: "mcp"})) == ExecuteTools(
+        (0,)
+    )
+
+
+def test_decide_after_call_llm_gateway_calls_with_no_model_call_left_end_incomplete() -> None:
+    state = _state([_mcp()], owners={0: "mcp"})
+    state.llm_calls = 3
+
+    assert decide_after_call_llm(state, LoopLimits(max_model_calls=3)) == Finish(
+        "incomplete", reason="max_model_calls"
+    )
+    assert decide_after_call_llm(state, LoopLimits(max_model_calls=4)) == ExecuteTools((0,))
 
 
 def test_decide_after_call_llm_approval_request_interrupts() -> None:
@@ -91,7 +115,7 @@ def test_decide_after_execute_tools_no_client_calls_calls_llm_again() -> None:
 
 
 def test_decide_after_execute_tools_client_calls_in_turn_finish_completed() -> None:
-    state = _state([_mcp("completed"), _call("get_weather")])
+    state = _state([_mcp("completed"), _call("get_weather")], owners={0: "mcp", 1: "client"})
     assert decide_after_execute_tools(state) == Finish("completed")
 
 
@@ -121,7 +145,8 @@ SERVER_SEARCH = {
 def test_decide_after_call_llm_gateway_run_tool_calls_execute_next() -> None:
     search = {"type": "web_search_call", "id": "ws_1", "status": "in_progress", "action": {}}
 
-    assert decide_after_call_llm(_state([SERVER_SEARCH, search])) == ExecuteTools((0, 1))
+    state = _state([SERVER_SEARCH, search], owners={0: "search", 1: "backend"})
+    assert decide_after_call_llm(state) == ExecuteTools((0, 1))
 
 
 def test_decide_after_call_llm_every_backed_hosted_call_executes_next() -> None:
@@ -132,9 +157,30 @@ def test_decide_after_call_llm_every_backed_hosted_call_executes_next() -> None:
         )
     ]
     finished = {"type": "file_search_call", "id": "h_9", "status": "completed"}
+    owners: dict[int, CallOwner] = {0: "backend", 1: "backend", 2: "backend", 3: "upstream"}
 
-    assert decide_after_call_llm(_state([*calls, finished])) == ExecuteTools((0, 1, 2))
-    assert decide_after_execute_tools(_state([finished])) == CallLlm()
+    assert decide_after_call_llm(_state([*calls, finished], owners=owners)) == ExecuteTools(
+        (0, 1, 2)
+    )
+    assert decide_after_execute_tools(_state([finished], owners={0: "backend"})) == CallLlm()
+
+
+def test_decide_after_call_llm_relayed_hosted_calls_left_in_progress_finish_completed() -> None:
+    calls = [
+        {"type": kind, "id": f"h_{i}", "status": "in_progress"}
+        for i, kind in enumerate(
+            [
+                "web_search_call",
+                "file_search_call",
+                "code_interpreter_call",
+                "image_generation_call",
+                "tool_search_call",
+            ]
+        )
+    ]
+    owners: dict[int, CallOwner] = dict.fromkeys(range(len(calls)), "upstream")
+
+    assert decide_after_call_llm(_state([*calls, MESSAGE], owners=owners)) == Finish("completed")
 
 
 def test_decide_after_call_llm_client_tool_search_and_custom_calls_finish() -> None:
@@ -153,7 +199,31 @@ def test_decide_after_execute_tools_server_search_answered_calls_the_model_again
 def test_decide_after_execute_tools_returns_lowered_client_calls_to_the_client() -> None:
     shell = {"type": "shell_call", "call_id": "c", "action": {}, "status": "completed"}
 
-    assert decide_after_execute_tools(_state([_mcp("completed"), shell])) == Finish("completed")
+    state = _state([_mcp("completed"), shell], owners={0: "mcp", 1: "client"})
+    assert decide_after_execute_tools(state) == Finish("completed")
+
+
+def _round(output: int, result: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "reasoning", "id": f"rs_{output}", "summary": [], "encrypted_content": "x"},
+        {**_mcp("completed"), "id": f"mcp_{output}", "arguments": '{"a": 2}', "output": result},
+    ]
+
+
+def test_decide_after_execute_tools_a_round_repeating_the_last_one_ends_no_progress() -> None:
+    state = _state([*_round(1, "5"), *_round(2, "5")], turn_start=2)
+    state.turns = [0, 2]
+    state.owners = {1: "mcp", 3: "mcp"}
+
+    assert decide_after_execute_tools(state) == Finish("incomplete", reason="no_progress")
+
+
+def test_decide_after_execute_tools_a_round_with_another_result_calls_the_model() -> None:
+    state = _state([*_round(1, "5"), *_round(2, "6")], turn_start=2)
+    state.turns = [0, 2]
+    state.owners = {1: "mcp", 3: "mcp"}
+
+    assert decide_after_execute_tools(state) == CallLlm()
 
 
 # -- context: compaction and truncation before a model call -----------------------------------

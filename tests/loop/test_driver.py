@@ -13,6 +13,7 @@ from responses_gateway.loop.driver import build_model_call
 from responses_gateway.loop.events import LoopEvent, ResponseFinished, ResponseStarted
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import Finish, TurnResult
+from responses_gateway.protocol.request import echo_fields, parse_create_request
 
 
 class Recorder:
@@ -169,6 +170,31 @@ def test_build_model_call_passes_only_what_the_client_set() -> None:
     assert call.tools == [{"type": "function", "name": "f", "parameters": {}}]
     assert call.tool_choice == "auto"
     assert call.input == [{"type": "message", "role": "user", "content": "hi"}]
+
+
+def _parsed_state(**body: Any) -> LoopState:
+    request = echo_fields(parse_create_request({"model": "m", "input": "hi", **body}))
+    return _state(**request)
+
+
+def test_forwarded_settings_unset_are_not_sent_though_the_response_shows_defaults() -> None:
+    """What we forward: only what the client set (the Response shows OpenAI's effective values
+    for the rest: tests/loop/test_render.py)."""
+    call = build_model_call(_parsed_state(), LoopContext(ScriptAdapter(), "m"))
+    assert call.params == {}
+
+
+def test_forwarded_settings_set_are_sent_as_set() -> None:
+    settings = {
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "top_logprobs": 3,
+        "presence_penalty": 0.5,
+        "frequency_penalty": -1.0,
+        "max_tool_calls": 4,
+    }
+    call = build_model_call(_parsed_state(**settings), LoopContext(ScriptAdapter(), "m"))
+    assert call.params == settings
 
 
 def test_build_model_call_without_tools_sends_no_tool_choice() -> None:

@@ -208,9 +208,11 @@ def test_closed_writers_ignore_late_text_and_arguments() -> None:
     assert not any(isinstance(e, (TextDelta, ArgumentsDelta)) for e in sink.events)
 
 
-def _bound(tools: list[dict[str, Any]]) -> tuple[LoopState, Recorder, OutputWriter]:
+def _bound(
+    tools: list[dict[str, Any]], backed: frozenset[str] = frozenset()
+) -> tuple[LoopState, Recorder, OutputWriter]:
     state, sink, out = _writer()
-    out.calls = tool_view(tools, [], "auto", "chat").calls
+    out.calls = tool_view(tools, [], "auto", "chat", backed=backed).calls
     return state, sink, out
 
 
@@ -275,3 +277,41 @@ def test_namespaced_function_call_streams_under_its_inner_name() -> None:
         "ArgumentsFinished",
         "ItemFinished",
     ]
+
+
+def test_every_call_is_given_its_owner_when_it_is_made() -> None:
+    declared = [
+        {"type": "function", "name": "f"},
+        {"type": "tool_search"},
+        {"type": "shell"},
+        {"type": "web_search"},
+    ]
+    state, _, out = _bound(declared, backed=frozenset({"web_search"}))
+
+    out.complete_function_call(name="f", arguments="{}")
+    out.complete_function_call(name="tool_search", arguments='{"query": "q"}')
+    out.complete_function_call(name="web_search", arguments='{"query": "q"}')
+    out.complete_function_call(name="shell", arguments='{"commands": ["ls"]}')
+    out.relay({"type": "web_search_call", "status": "in_progress"}).finish()
+    out.open_mcp_call(server_label="calc", name="add", arguments="{}")
+    out.message().finish()
+
+    assert state.owners == {
+        0: "client",
+        1: "search",  # a server tool search: the gateway answers it
+        2: "backend",
+        3: "client",
+        4: "upstream",  # relayed: the upstream's, left in_progress as it came
+        5: "mcp",
+    }
+    assert state.output[4]["status"] == "in_progress"
+    assert state.gateway_calls() == [1, 2, 5]
+
+
+def test_a_lowered_gateway_call_cut_off_runs_nowhere() -> None:
+    state, _, out = _bound([{"type": "web_search"}], backed=frozenset({"web_search"}))
+
+    out.function_call(name="web_search", call_id="call_1").arguments('{"query": "q')
+    out.close_open("incomplete")
+
+    assert state.output[0]["status"] == "failed" and state.owners == {}

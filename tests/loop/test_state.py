@@ -18,26 +18,66 @@ from responses_gateway.loop import (
 )
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
-FIXTURE = FIXTURES / "loop_state_v2.json"
+FIXTURE = FIXTURES / "loop_state_v3.json"
 
 
 def _roundtrip(state: LoopState) -> LoopState:
     return LoopState.from_json(json.loads(json.dumps(state.to_json())))
 
 
-def test_from_json_frozen_v2_fixture_round_trips_exactly() -> None:
+def test_from_json_frozen_v3_fixture_round_trips_exactly() -> None:
     data = json.loads(FIXTURE.read_text())
     state = LoopState.from_json(data)
-    assert state.next_action == ExecuteTools((1,))
-    assert state.include == ["reasoning.encrypted_content"]
+    assert state.next_action == ExecuteTools((2,))
+    assert state.owners == {1: "client", 2: "mcp", 3: "upstream"}
+    assert state.turns == [0, 2] and state.started_at == 1767225601.5
+    assert state.passthrough == {"prompt_cache_retention": "24h"}
     assert state.to_json() == data
 
 
-def test_from_json_frozen_v1_fixture_upgrades_to_v2() -> None:
+def test_from_json_frozen_v2_fixture_upgrades_to_v3_with_owners_from_item_types() -> None:
+    v2 = json.loads((FIXTURES / "loop_state_v2.json").read_text())
+    state = LoopState.from_json(v2)
+    assert state.schema_version == 3
+    assert state.owners == {1: "client"}  # its function_call; the reasoning is no call
+    assert state.turns == [0] and state.started_at is None and state.passthrough == {}
+    assert state.to_json() == {
+        **v2,
+        "schema_version": 3,
+        "passthrough": {},
+        "owners": {"1": "client"},
+        "turns": [0],
+        "started_at": None,
+    }
+
+
+def test_from_json_v2_pending_hosted_call_is_the_backends_and_a_finished_one_the_upstreams() -> (
+    None
+):
+    v2 = json.loads((FIXTURES / "loop_state_v2.json").read_text())
+    v2["output"] = [
+        {"id": "ws_1", "type": "web_search_call", "status": "completed"},
+        {"id": "ws_2", "type": "web_search_call", "status": "in_progress"},
+        {"id": "mcp_1", "type": "mcp_call", "status": "in_progress"},
+    ]
+    v2["next_action"] = {"kind": "execute_tools", "output_indexes": [1, 2]}
+    state = LoopState.from_json(v2)
+    assert state.owners == {0: "upstream", 1: "backend", 2: "mcp"}
+
+
+def test_from_json_frozen_v1_fixture_upgrades_to_v3() -> None:
     v1 = json.loads((FIXTURES / "loop_state_v1.json").read_text())
     state = LoopState.from_json(v1)
-    assert state.schema_version == 2 and state.include == []
-    assert state.to_json() == {**v1, "schema_version": 2, "include": []}
+    assert state.schema_version == 3 and state.include == []
+    assert state.to_json() == {
+        **v1,
+        "schema_version": 3,
+        "include": [],
+        "passthrough": {},
+        "owners": {"1": "client"},
+        "turns": [0],
+        "started_at": None,
+    }
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ approvals, max_tool_calls, and what the stream of events looks like."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from responses_gateway.adapters.base import ModelCall
@@ -16,6 +17,8 @@ from responses_gateway.loop.events import (
     LoopEvent,
     ResponseFinished,
 )
+from responses_gateway.loop.execution import NOT_EXECUTED
+from responses_gateway.loop.limits import LoopLimits
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import TurnResult
 from responses_gateway.loop.tools import GatewayTool, ToolOutcome
@@ -307,3 +310,117 @@ async def test_hosted_call_left_unrun_is_closed_with_its_kinds_cut_off_status() 
 
     assert state.status == "incomplete"
     assert state.output[0]["status"] == "failed"  # the SDK's image status has no incomplete
+
+
+# -- bounds: a model that never stops calling tools -----------------------------------------
+
+
+class Forever(Model):
+    """Calls ``calc__add`` on every turn, with arguments of its own choosing."""
+
+    def __init__(self, arguments: Any = lambda n: "{}") -> None:
+        super().__init__()
+        self.arguments = arguments
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        self.calls.append(call)
+        n = len(self.calls)
+        out.complete_function_call(name="calc__add", arguments=self.arguments(n), call_id=f"c{n}")
+        return TurnResult()
+
+
+async def test_a_model_calling_a_tool_forever_ends_at_the_model_call_cap() -> None:
+    tools, model = Tools(), Forever(lambda n: f'{{"a": {n}}}')  # new arguments: progress
+    ctx = LoopContext(model, "m", tools=tools, limits=LoopLimits(max_model_calls=5))
+
+    state = await run_loop(_state(), ctx, Recorder())
+
+    assert (
+        len(model.calls) == 5 and len(tools.executed) == 4
+    )  # the fifth call's would run for nobody
+    assert state.status == "incomplete" and state.incomplete_reason == "max_model_calls"
+    assert [i["status"] for i in state.output] == ["completed"] * 4 + ["incomplete"]
+
+
+async def test_the_same_call_with_the_same_result_twice_in_a_row_ends_no_progress() -> None:
+    tools, model = Tools(), Forever()
+
+    state = await run_loop(_state(), LoopContext(model, "m", tools=tools), Recorder())
+
+    assert len(model.calls) == 2 and len(tools.executed) == 2
+    assert state.status == "incomplete" and state.incomplete_reason == "no_progress"
+
+
+async def test_a_forced_choice_is_sent_until_the_forced_tool_ran_then_auto() -> None:
+    tools = Tools()
+    model = Model([("calc__add", '{"a": 1}')], "It is 3.")
+    forced = {"type": "mcp", "server_label": "calc", "name": "add"}
+
+    state = await run_loop(
+        _state(tool_choice=forced), LoopContext(model, "m", tools=tools), Recorder()
+    )
+
+    assert [c.tool_choice for c in model.calls] == [
+        {
+            "type": "function",
+            "name": "calc__add",
+        },  # the gateway's MCP tool, as the upstream sees it
+        "auto",
+    ]
+    assert state.status == "completed" and len(tools.executed) == 1
+
+
+async def test_hosted_backend_calls_count_against_max_tool_calls_with_mcp_calls() -> None:
+    backend = Backend("found")
+    model = ChatModel([("web_search", '{"query": "a"}'), ("web_search", '{"query": "b"}')], "done")
+    ctx = LoopContext(model, "m", backends={"web_search": backend})
+
+    state = await run_loop(
+        _state(tools=[{"type": "web_search"}], max_tool_calls=1), ctx, Recorder()
+    )
+
+    assert [i["action"]["query"] for i in backend.items] == ["a"]
+    assert [i["status"] for i in state.output] == ["completed", "failed", "completed"]
+    assert model.calls[1].tools == []  # the budget is spent: the model answers
+    assert model.calls[1].input[-1]["output"] == NOT_EXECUTED  # and knows b did not run
+    assert state.status == "completed"
+
+
+async def test_an_action_cut_by_the_wall_time_keeps_its_output_and_ends_incomplete() -> None:
+    class Hanging(Model):
+        async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+            self.calls.append(call)
+            message = out.message()
+            message.text("partial")
+            await asyncio.Event().wait()  # an upstream that never ends its stream
+            raise AssertionError("unreachable")
+
+    sink = Recorder()
+    ctx = LoopContext(Hanging(), "m", limits=LoopLimits(max_loop_seconds=0.05))
+
+    state = await run_loop(_state(), ctx, sink)
+
+    assert state.status == "incomplete" and state.incomplete_reason == "max_loop_seconds"
+    assert state.output[0]["status"] == "incomplete"
+    assert state.output[0]["content"][0]["text"] == "partial"
+    assert sink.final()["status"] == "incomplete"
+
+
+async def test_a_relayed_call_is_never_executed_whatever_its_status() -> None:
+    class Relaying(Model):
+        async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+            self.calls.append(call)
+            for status in ("in_progress", "calling"):
+                item = {"type": "mcp_call", "server_label": "calc", "name": "add", "status": status}
+                out.relay(item).finish()
+            message = out.message()
+            message.text("done")
+            message.finish()
+            return TurnResult()
+
+    tools, model = Tools(), Relaying()
+    state = await run_loop(_state(), LoopContext(model, "m", tools=tools), Recorder())
+
+    assert len(model.calls) == 1 and tools.executed == []
+    assert [i.get("status") for i in state.output] == ["in_progress", "calling", "completed"]
+    assert state.status == "completed"

@@ -1,4 +1,6 @@
-"""The contract registries cover every name of the pinned openai SDK, and nothing unknown."""
+"""The contract registries cover every name of the pinned openai SDK and every create field of
+both specs (OpenAI's and Open Responses', vendored in tests/fixtures), and nothing unknown; no
+create field is accepted and ignored on any wire."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ import pytest
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.protocol.contract import (
+    CREATE_FIELDS,
     FAMILIES,
     WIRES,
     check_request,
@@ -15,8 +18,9 @@ from responses_gateway.protocol.contract import (
     coverage,
     lower_context_items,
 )
-from responses_gateway.protocol.request import parse_create_request
+from responses_gateway.protocol.request import CreateResponseRequest, parse_create_request
 from responses_gateway.testing.sdk_unions import sdk_names, sdk_version
+from responses_gateway.testing.spec_oracle import spec_oracle
 
 PINNED_SDK = "3.57.0"
 EXTRA_ROWS = {"tools": {"computer_use"}}
@@ -34,10 +38,38 @@ def test_every_sdk_name_of_the_family_has_a_row(family: str) -> None:
     assert sorted(set(names) - set(FAMILIES[family])) == []
 
 
+def _spec_names(family: str) -> set[str]:
+    if family != "create_fields":
+        return set()
+    return {name for names in spec_oracle().create_fields().values() for name in names}
+
+
+@pytest.mark.parametrize("spec", ["OpenAI", "Open Responses"])
+def test_every_create_field_of_each_spec_has_a_row(spec: str) -> None:
+    # A field a spec adds (Open Responses' presence_penalty...) needs a declared fate too.
+    assert sorted(spec_oracle().create_fields()[spec] - set(CREATE_FIELDS)) == []
+
+
 @pytest.mark.parametrize("family", list(FAMILIES))
-def test_every_row_names_something_the_sdk_knows(family: str) -> None:
-    extra = set(FAMILIES[family]) - set(sdk_names()[family])
+def test_every_row_names_something_the_sdk_or_a_spec_knows(family: str) -> None:
+    extra = set(FAMILIES[family]) - set(sdk_names()[family]) - _spec_names(family)
     assert extra == EXTRA_ROWS.get(family, set())
+
+
+def test_every_create_field_row_is_a_field_the_request_model_accepts() -> None:
+    assert set(CREATE_FIELDS) - set(CreateResponseRequest.model_fields) == set()
+
+
+def test_no_create_field_is_accepted_and_ignored_on_any_wire() -> None:
+    """Forwarded under the wire's name, applied by the gateway, or refused: never omitted."""
+    for row in CREATE_FIELDS.values():
+        for wire in WIRES:
+            handling = row.on(wire)
+            assert handling.fate in ("relayed", "lowered", "gateway", "refused"), (row.name, wire)
+            if handling.fate in ("relayed", "lowered"):
+                assert handling.sent_as, f"{row.name} on {wire}: forwarded under which key?"
+            if handling.fate in ("gateway", "refused") or handling.accepts is not None:
+                assert handling.how, f"{row.name} on {wire}: say what the gateway does"
 
 
 def test_sdk_counts_are_the_issue_counts() -> None:
@@ -94,10 +126,11 @@ def test_lower_context_items_keeps_answered_outputs_and_lowers_orphans() -> None
 
 
 def test_harmony_honours_every_field_and_include_value_it_has_the_data_for() -> None:
-    from responses_gateway.protocol.contract import CREATE_FIELDS, INCLUDE_VALUES
+    from responses_gateway.protocol.contract import INCLUDE_VALUES
 
-    for name in ("text", "tool_choice", "parallel_tool_calls", "top_logprobs"):
+    for name in ("text", "tool_choice", "top_logprobs", "presence_penalty", "frequency_penalty"):
         assert CREATE_FIELDS[name].harmony.fate == "lowered", name
+    assert CREATE_FIELDS["parallel_tool_calls"].harmony.fate == "gateway"
     assert INCLUDE_VALUES["message.output_text.logprobs"].harmony.fate == "lowered"
     for wire in ("chat", "harmony"):
         assert INCLUDE_VALUES["message.input_image.image_url"].on(wire).fate == "gateway"
@@ -106,7 +139,9 @@ def test_harmony_honours_every_field_and_include_value_it_has_the_data_for() -> 
 _CHECKED_BODIES = [
     {"model": "m", "input": "hi"},
     {"model": "m", "service_tier": "flex", "prompt_cache_key": "k", "moderation": {}},
+    {"model": "m", "service_tier": "default", "image": {"context_compression": "auto"}},
     {"model": "m", "image": {"a": 1}, "background_options": {"x": True}, "text": {}},
+    {"model": "m", "background_options": {"completion_window": "soonest"}},
     {"model": "m", "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}]},
     {"model": "m", "tools": [{"type": "programmatic_tool_calling"}]},
     {"model": "m", "prompt_cache_retention": "24h", "access_programs": {}, "tools": []},
@@ -120,12 +155,102 @@ def test_check_request_reads_only_the_checked_fields(wire: str, body: dict[str, 
     request = parse_create_request(body)
     whole = request.model_dump(mode="json", exclude_unset=True, exclude={"input"})
     part = request.model_dump(mode="json", exclude_unset=True, include=set(checked_fields(wire)))
+    expected: Any = None
+    got: Any = None
     try:
-        expected: Any = check_request(whole, wire)
+        check_request(whole, wire)
     except InvalidRequestError as error:
         expected = error.to_error()
     try:
-        got: Any = check_request(part, wire)
+        check_request(part, wire)
     except InvalidRequestError as error:
         got = error.to_error()
     assert got == expected
+
+
+_REFUSALS = [
+    # (field, value, the wires that refuse it)
+    ("moderation", {"model": "omni-moderation-latest"}, {"chat", "harmony"}),
+    ("access_programs", {"cyber": "standard"}, {"chat", "harmony"}),
+    ("prompt_cache_options", {"mode": "explicit"}, {"chat", "harmony"}),
+    ("prompt_cache_retention", "24h", {"chat", "harmony"}),
+    ("image", {"context_compression": "enabled"}, {"chat", "harmony"}),
+    ("image", {"context_compression": "disabled"}, set()),
+    ("background_options", {"completion_window": "2h"}, {"chat", "responses", "harmony"}),
+    ("background_options", {"continuation_id": "c1"}, {"chat", "responses", "harmony"}),
+    ("background_options", {"completion_window": "soonest"}, set()),
+    ("service_tier", "flex", {"harmony"}),
+    ("service_tier", "default", set()),
+]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+@pytest.mark.parametrize(("name", "value", "refused_on"), _REFUSALS)
+def test_check_request_refuses_a_field_its_wire_cannot_honour_naming_it(
+    wire: str, name: str, value: Any, refused_on: set[str]
+) -> None:
+    request = parse_create_request({"model": "m", name: value})
+    dumped = request.model_dump(mode="json", exclude_unset=True, include=set(checked_fields(wire)))
+    if wire not in refused_on:
+        check_request(dumped, wire)
+        return
+    with pytest.raises(InvalidRequestError) as raised:
+        check_request(dumped, wire)
+    assert (raised.value.status_code, raised.value.param) == (400, name)
+    assert raised.value.code == "unsupported_parameter"
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "expected"),
+    [
+        (429, None, "rate_limit_exceeded"),
+        (400, None, "invalid_prompt"),  # an orphan call_id: the request's fault, not the server's
+        (400, "invalid_image_url", "invalid_image_url"),
+        (400, "context_length_exceeded", "context_length_exceeded"),
+        (400, "some_upstream_code", "invalid_prompt"),
+        (404, "model_not_found", "invalid_prompt"),
+        (502, "invalid_model_output", "server_error"),
+        (500, None, "server_error"),
+    ],
+)
+def test_failure_code_is_always_a_code_a_table_names(
+    status: int, code: str | None, expected: str
+) -> None:
+    from responses_gateway.protocol.contract import (
+        GATEWAY_FAILURE_CODES,
+        OPENAI_FAILURE_CODES,
+        failure_code,
+    )
+
+    assert failure_code(status, code) == expected
+    assert expected in OPENAI_FAILURE_CODES or expected in GATEWAY_FAILURE_CODES
+
+
+def test_openai_failure_codes_are_the_vendored_specs_enum() -> None:
+    from responses_gateway.protocol.contract import OPENAI_FAILURE_CODES
+
+    schemas = spec_oracle().openai.schemas
+    assert set(OPENAI_FAILURE_CODES) == set(schemas["ResponseErrorCode"]["enum"])
+
+
+def test_openai_incomplete_reasons_are_the_vendored_specs_enum() -> None:
+    from responses_gateway.protocol.contract import OPENAI_INCOMPLETE_REASONS
+
+    props = spec_oracle().openai.schemas["Response"]
+    found: set[str] = set()
+    for part in props.get("allOf", [props]):
+        schema = (
+            spec_oracle().openai.schemas[part["$ref"].rsplit("/", 1)[1]] if "$ref" in part else part
+        )
+        details = schema.get("properties", {}).get("incomplete_details")
+        if details:
+            for option in details.get("anyOf", []):
+                found |= set(option.get("properties", {}).get("reason", {}).get("enum", []))
+    assert set(OPENAI_INCOMPLETE_REASONS) == found
+
+
+def test_every_incomplete_reason_the_gateway_emits_is_named() -> None:
+    from responses_gateway.protocol.contract import GATEWAY_INCOMPLETE_REASONS
+    from responses_gateway.usage.budget import BUDGET_EXCEEDED
+
+    assert BUDGET_EXCEEDED in GATEWAY_INCOMPLETE_REASONS

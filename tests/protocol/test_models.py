@@ -1,13 +1,14 @@
-"""Our Response, item and event models agree with the official SDK and with openapi.yaml."""
+"""Our Response, item and event models agree with the official SDK and with OpenAI's spec (the
+vendored copy in tests/fixtures/openapi: the tests never read anything outside the repo)."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import openai.types.responses as sdk
 import pytest
-import yaml
 from openai.types.responses.response_output_item import (
     McpApprovalRequest as SdkMcpApprovalRequest,
     McpCall as SdkMcpCall,
@@ -50,7 +51,8 @@ from responses_gateway.protocol import (
 )
 from responses_gateway.protocol.events import StreamEvent
 
-OPENAPI = Path("/work/shared/reference/openapi/openapi.yaml")
+OPENAPI = Path(__file__).parents[1] / "fixtures" / "openapi" / "gateway.json"
+"""OpenAI's spec as vendored (trimmed to what the gateway serves: tests/fixtures/openapi)."""
 
 EMITTED_EVENT_TYPES = {
     "response.created",
@@ -188,7 +190,7 @@ def _sdk_response(status: str = "completed", **overrides: Any) -> sdk.Response:
         "model": "gpt-test",
         "output": _sdk_output() if status != "in_progress" else [],
         "parallel_tool_calls": True,
-        "temperature": None,
+        "temperature": 1.0,
         "tool_choice": "auto",
         "tools": [
             sdk.FunctionTool(
@@ -205,7 +207,7 @@ def _sdk_response(status: str = "completed", **overrides: Any) -> sdk.Response:
                 require_approval="never",
             ),
         ],
-        "top_p": None,
+        "top_p": 1.0,
         "background": False,
         "conversation": {"id": "conv_1"},
         "max_output_tokens": None,
@@ -217,7 +219,7 @@ def _sdk_response(status: str = "completed", **overrides: Any) -> sdk.Response:
         "service_tier": "auto",
         "store": True,
         "text": {"format": {"type": "text"}},
-        "top_logprobs": None,
+        "top_logprobs": 0,
         "truncation": "disabled",
         "usage": sdk.ResponseUsage(
             input_tokens=10,
@@ -226,16 +228,23 @@ def _sdk_response(status: str = "completed", **overrides: Any) -> sdk.Response:
             output_tokens_details=SdkOutputTokensDetails(reasoning_tokens=2),
             total_tokens=15,
         ),
-        "user": None,
+        "completed_at": 1_700_000_005 if status == "completed" else None,
+        # Open Responses' fields (the SDK keeps them as extras)
+        "presence_penalty": 0.0,
+        "frequency_penalty": 0.0,
     }
-    if status == "completed":
-        fields["completed_at"] = 1_700_000_005
     if status == "incomplete":
         fields["incomplete_details"] = {"reason": "max_output_tokens"}
     if status == "failed":
         fields["error"] = {"code": "server_error", "message": "upstream failed"}
     if status in ("in_progress", "queued"):
-        fields["usage"] = None
+        fields["usage"] = sdk.ResponseUsage(
+            input_tokens=0,
+            input_tokens_details=SdkInputTokensDetails(cached_tokens=0, cache_write_tokens=0),
+            output_tokens=0,
+            output_tokens_details=SdkOutputTokensDetails(reasoning_tokens=0),
+            total_tokens=0,
+        )
     fields.update(overrides)
     return sdk.Response(**fields)
 
@@ -441,8 +450,13 @@ def test_validate_response_sdk_reads_output_text() -> None:
 
 
 def test_response_fields_subset_of_sdk_response() -> None:
-    # ``store`` is echoed by the API and listed by the contract, but the SDK does not model it.
-    assert set(Response.model_fields) - set(sdk.Response.model_fields) == {"store"}
+    # ``store`` is echoed by the API and listed by the contract, but the SDK does not model it;
+    # the penalties are the Open Responses spec's (required there).
+    assert set(Response.model_fields) - set(sdk.Response.model_fields) == {
+        "store",
+        "presence_penalty",
+        "frequency_penalty",
+    }
 
 
 @pytest.mark.parametrize(
@@ -681,11 +695,7 @@ def test_validate_event_error_event_model_returned() -> None:
 
 @pytest.fixture(scope="module")
 def schemas() -> dict[str, Any]:
-    if not OPENAPI.exists():
-        pytest.skip("openapi.yaml not available")
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with OPENAPI.open() as handle:
-        spec = yaml.load(handle, Loader=loader)  # noqa: S506 - a safe loader
+    spec = json.loads(OPENAPI.read_text())
     return dict(spec["components"]["schemas"])
 
 
@@ -746,8 +756,12 @@ def test_output_item_model_fields_agree_with_openapi(
 
 
 def test_response_fields_agree_with_openapi_response(schemas: dict[str, Any]) -> None:
-    # ``store``: see test_response_fields_subset_of_sdk_response.
-    assert set(Response.model_fields) - _properties(schemas, schemas["Response"]) == {"store"}
+    # ``store`` and the penalties: see test_response_fields_subset_of_sdk_response.
+    assert set(Response.model_fields) - _properties(schemas, schemas["Response"]) == {
+        "store",
+        "presence_penalty",
+        "frequency_penalty",
+    }
 
 
 def test_create_response_request_covers_openapi_create_response(schemas: dict[str, Any]) -> None:

@@ -878,11 +878,13 @@ def test_parse_create_request_error_envelope_shape() -> None:
 DEFAULT_ECHO: dict[str, Any] = {
     "background": False,
     "conversation": None,
+    "frequency_penalty": None,
     "instructions": None,
     "max_output_tokens": None,
     "max_tool_calls": None,
     "metadata": {},
     "parallel_tool_calls": True,
+    "presence_penalty": None,
     "previous_response_id": None,
     "prompt": None,
     "prompt_cache_key": None,
@@ -916,11 +918,13 @@ def test_echo_fields_null_values_given_defaults() -> None:
 def test_echo_fields_values_given_echoed() -> None:
     given = {
         "background": True,
+        "frequency_penalty": -0.5,
         "instructions": "Be brief.",
         "max_output_tokens": 256,
         "max_tool_calls": 3,
         "metadata": {"a": "b"},
         "parallel_tool_calls": False,
+        "presence_penalty": 1.5,
         "previous_response_id": "resp_1",
         "prompt": {"id": "pmpt_1", "variables": {"x": "y"}},
         "prompt_cache_key": "k",
@@ -1035,3 +1039,10 @@ def test_public_server_url_secret_parts_removed(url: str, public: str) -> None:
 def test_request_input_string_passes_through() -> None:
     assert request_input(parse_create_request(_body(input="hi"))) == "hi"
     assert request_input(parse_create_request(_body())) is None
+
+
+def test_parse_create_request_reasoning_context_outside_the_sdks_values_is_refused() -> None:
+    """Every Response echoes ``reasoning``: a value neither spec accepts never gets that far."""
+    with pytest.raises(InvalidRequestError) as raised:
+        parse_create_request(_body(reasoning={"effort": "low", "context": "everything"}))
+    assert (raised.value.param, raised.value.code) == ("reasoning.context", "invalid_value")

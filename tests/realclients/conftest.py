@@ -8,6 +8,8 @@ the installed ``codex`` CLI; and :func:`run_node` / :func:`run_client` for scrip
 nothing here skips. It also serves what the clients talk to: one gateway (both upstream wires,
 embedded DynamoDB) in front of one scripted upstream per test module, answered by the
 transcript-reading brain (:mod:`responses_gateway.testing.brain`) unless a test pushes turns.
+Every gateway app served here is held to OpenAI's spec and the Open Responses spec, as in the
+end-to-end suites (:mod:`responses_gateway.testing.spec_fixtures`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,11 @@ from responses_gateway.testing.brain import brain_turn
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream
 from responses_gateway.testing.server import RunningServer, run_in_thread
+from responses_gateway.testing.spec_fixtures import (  # noqa: F401 - fixtures and a hook
+    pytest_terminal_summary,
+    spec_conformance,
+    spec_taps,
+)
 
 HERE = Path(__file__).resolve().parent
 """``tests/realclients``: package.json, package-lock.json and node_modules live here."""

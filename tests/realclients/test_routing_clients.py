@@ -90,9 +90,14 @@ class Served:
                      "api": "responses", "api_key": UPSTREAM_KEY, "models": ["only-steady"]},
                 ],
                 "routes": [
+                    # Codex sends a prompt_cache_key, which chooses the deployment (weighted
+                    # rendezvous hashing): the steady sibling's tiny weight lands every key on
+                    # the flaky one first, so its faults are met, and the sibling still serves
+                    # the retries.
                     {"model": MODEL, "cooldown_seconds": 0.2, "max_wait_seconds": 5,
                      "deployments": [{"provider": "flaky", "model": "flaky-model"},
-                                     {"provider": "steady", "model": "steady-model"}]},
+                                     {"provider": "steady", "model": "steady-model",
+                                      "weight": 1e-9}]},
                 ],
             }
         )  # fmt: skip

@@ -128,3 +128,27 @@ def test_route_mistakes_are_config_errors_naming_the_field(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         _config(route)
+
+
+def test_route_loop_limits_win_over_its_providers_and_default_to_them() -> None:
+    from responses_gateway.loop.limits import LoopLimits
+
+    config = _config(
+        {
+            "model": "capped",
+            "deployments": [{"provider": "openai", "model": "gpt-5"}],
+            "max_model_calls": 5,
+        },
+        {"model": "plain", "deployments": [{"provider": "vllm", "model": "llama"}]},
+    )
+
+    assert config.routes["capped"].limits == LoopLimits(max_model_calls=5)
+    assert config.limits_for("capped") == LoopLimits(max_model_calls=5)
+    assert config.routes["plain"].limits is None
+    assert config.limits_for("plain") == LoopLimits()
+
+
+def test_route_loop_limits_are_checked() -> None:
+    deployments = [{"provider": "openai", "model": "gpt-5"}]
+    with pytest.raises(ConfigError, match="route 'm': max_loop_seconds must be a positive"):
+        _config({"model": "m", "deployments": deployments, "max_loop_seconds": 0})

@@ -13,6 +13,7 @@ from tests.store.conftest import FakeClock
 from responses_gateway.config import parse_config
 from responses_gateway.errors import UpstreamStatusError
 from responses_gateway.routing.attempts import Attempts
+from responses_gateway.routing.choose import by_key
 from responses_gateway.routing.failures import classify
 from responses_gateway.routing.router import DeploymentsUnavailable, Router
 from responses_gateway.store.sqlite import SqliteStore
@@ -25,6 +26,8 @@ CONFIG = parse_config(
             {"model": "m", "max_wait_seconds": 5, "cooldown_seconds": 3,
              "deployments": [{"id": "one", "provider": "p", "model": "x", "rpm": 1},
                              {"id": "two", "provider": "p", "model": "y", "weight": 1e-9}]},
+            {"model": "even",
+             "deployments": [{"id": f"e{n}", "provider": "p", "model": "z"} for n in range(3)]},
         ],
     }
 )  # fmt: skip
@@ -65,6 +68,17 @@ def _limited() -> Any:
 
 async def test_the_weighted_choice_takes_the_heavier_deployment(router: Router) -> None:
     assert (await router.acquire(Attempts("m"))).deployment.id == "one"
+
+
+async def test_a_prompt_cache_key_takes_the_deployment_it_lands_on_every_time(
+    router: Router,
+) -> None:
+    deployments = router.route_of("even").deployments
+    keys = [f"k{n}" for n in range(30)]
+    landed = {key: by_key(deployments, key).id for key in keys}
+    assert len(set(landed.values())) == 3  # the keys spread over the three
+    for key in keys * 2:
+        assert (await router.acquire(Attempts("even", key=key))).deployment.id == landed[key]
 
 
 async def test_a_deployment_at_its_rpm_sends_the_call_to_its_sibling(router: Router) -> None:

@@ -1224,3 +1224,34 @@ def test_demo_answers_json_when_the_request_asks_for_it() -> None:
     assert json.loads(chat_object.text or "") == {"answer": "Hello! You said: Hi"}
     for turn in (chat_schema, responses):
         assert json.loads(turn.text or "") == {"city": "Paris", "days": 3}
+
+
+def test_responses_an_output_answering_no_call_is_refused_as_openai_does() -> None:
+    import httpx as _httpx
+
+    from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+    from responses_gateway.testing.script import ScriptedUpstream as _Script, Turn as _Turn
+
+    script = _Script(_Turn(text="ok"), demo=False)
+    transport = _httpx.ASGITransport(app=create_fake_upstream_app(script))
+
+    async def post(items: list[dict[str, object]]) -> _httpx.Response:
+        async with _httpx.AsyncClient(transport=transport, base_url="http://up") as client:
+            return await client.post("/v1/responses", json={"model": "m", "input": items})
+
+    import asyncio as _asyncio
+
+    orphan = [{"type": "function_call_output", "call_id": "call_x", "output": "1"}]
+    paired = [{"type": "function_call", "call_id": "call_x", "name": "f", "arguments": "{}"},
+              *orphan]  # fmt: skip
+    refused = _asyncio.run(post(orphan))
+    answered = _asyncio.run(post(paired))
+
+    assert refused.status_code == 400
+    assert refused.json()["error"] == {
+        "message": "No tool call found for function call output with call_id call_x.",
+        "type": "invalid_request_error",
+        "param": "input",
+        "code": None,
+    }
+    assert answered.status_code == 200

@@ -39,8 +39,9 @@ class ModelCall:
     :class:`responses_gateway.tool_kinds.Exposed`), for the output writer; adapters ignore it."""
     params: dict[str, Any] = field(default_factory=dict)
     """Sampling and output settings, when the client set them: ``temperature``, ``top_p``,
-    ``max_output_tokens``, ``parallel_tool_calls``, ``reasoning``, ``text``, ``top_logprobs``,
-    ``user``, ``service_tier``, ``prompt_cache_key``, ``safety_identifier``."""
+    ``presence_penalty``, ``frequency_penalty``, ``max_output_tokens``, ``parallel_tool_calls``,
+    ``reasoning``, ``text``, ``top_logprobs``, ``user``, ``service_tier``, ``prompt_cache_key``,
+    ``safety_identifier``."""
 
 
 class Adapter(Protocol):

@@ -79,7 +79,15 @@ __all__ = [
 
 _ROLES = {"developer": "system"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
-_PASSED_PARAMS = ("temperature", "top_p", "user", "parallel_tool_calls", "service_tier")
+_PASSED_PARAMS = (
+    "temperature",
+    "top_p",
+    "presence_penalty",
+    "frequency_penalty",
+    "user",
+    "parallel_tool_calls",
+    "service_tier",
+)
 _IMAGE_ONLY_OUTPUT = "(The result is the attached content in the next message.)"
 
 

@@ -26,7 +26,8 @@ Rendering rules:
   reasoning of finished turns dropped and that of the turn in progress (its tool calls) kept.
   Function calls as ``commentary`` messages to ``functions.NAME`` with
   ``<|constrain|>json``, their outputs as messages from ``functions.NAME`` (an output whose call
-  is not in the input is a 400). Only text reaches the model: images and files are a 400.
+  is not in the input is a 400). Only text reaches the model: an image or file part becomes a note
+  in its place saying the model cannot see it.
 * The payload asks for the special tokens to be kept (``skip_special_tokens: false``, with no
   spaces added around them) and stops at ``<|return|>`` and ``<|call|>``. ``max_tokens`` is
   always sent: ``max_output_tokens``, else null (the server's own limit), since the completions
@@ -109,7 +110,7 @@ _SPECIALS = frozenset(
 """The harmony special tokens recognised in completion text (the rest is ordinary text)."""
 _EFFORTS = {"minimal": "LOW", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
-_PASSED_PARAMS = ("temperature", "top_p", "user")
+_PASSED_PARAMS = ("temperature", "top_p", "presence_penalty", "frequency_penalty", "user")
 _FUNCTIONS = "functions."
 _ASSISTANT_START = (200006, 173781)
 """``<|start|>assistant``: where the model's turn begins (ids of the ``o200k_harmony`` vocab)."""
@@ -118,7 +119,7 @@ _ASSISTANT_START = (200006, 173781)
 # --- request: Responses items -> harmony messages -> prompt tokens ---------------------------
 
 
-def _text_of(content: Any, where: str) -> str:
+def _text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
     texts: list[str] = []
@@ -129,18 +130,32 @@ def _text_of(content: Any, where: str) -> str:
         if kind in _TEXT_PARTS:
             value = part.get("refusal") if kind == "refusal" else part.get("text")
             texts.append(value if isinstance(value, str) else "")
-        elif kind in ("input_image", "input_file"):
-            raise InvalidRequestError(
-                f"Harmony upstreams take text only: {where} has an {kind} part.", param="input"
-            )
+        elif kind in _UNSEEN_PARTS:
+            texts.append(_UNSEEN_PARTS[kind](part))
     return "\n".join(texts)
+
+
+def _unseen_file(part: dict[str, Any]) -> str:
+    name = part.get("filename")
+    named = f" ({name})" if isinstance(name, str) and name else ""
+    return f"[A file{named} was attached here; this model reads text only and cannot read it.]"
+
+
+_UNSEEN_PARTS: dict[str, Any] = {
+    "input_image": lambda part: (
+        "[An image was attached here; this model reads text only and cannot see it.]"
+    ),
+    "input_file": _unseen_file,
+}
+"""Content parts gpt-oss cannot take, lowered to a note in their place: the model is told what it
+was given and cannot see (and can say so), instead of the request failing or the part vanishing."""
 
 
 def _output_text(output: Any) -> str:
     if output is None:
         return ""
     if isinstance(output, str | list):
-        return _text_of(output, "a function_call_output")
+        return _text_of(output)
     return json.dumps(output)
 
 
@@ -253,7 +268,7 @@ def _specs(items: list[dict[str, Any]]) -> list[_Spec]:
         kind = _kind(item)
         if kind == "message":
             role = str(item.get("role") or "user")
-            text = _text_of(item.get("content"), f"input message {index}")
+            text = _text_of(item.get("content"))
             if role == "assistant":
                 following = items[index + 1] if index + 1 < len(items) else {}
                 channel = "commentary" if _kind(following) == "function_call" else "final"

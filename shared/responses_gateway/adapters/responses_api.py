@@ -58,7 +58,10 @@ __all__ = ["PASSED_PARAMS", "ResponsesAdapter", "to_responses_request"]
 PASSED_PARAMS = (
     "temperature",
     "top_p",
+    "presence_penalty",
+    "frequency_penalty",
     "max_output_tokens",
+    "max_tool_calls",
     "parallel_tool_calls",
     "reasoning",
     "text",
@@ -82,21 +85,31 @@ _ITEM_FIELDS: dict[str, tuple[str, ...]] = {
 a stateless upstream cannot resolve, so it is dropped; so is ``status``. ``phase`` labels assistant
 messages for newer models, and OpenAI asks clients to keep it."""
 
-_STATUS_REQUIRED = frozenset(
+_STATUS_KEPT = frozenset(
     {
         "apply_patch_call",
         "apply_patch_call_output",
         "code_interpreter_call",
         "computer_call",
+        "computer_call_output",
         "file_search_call",
         "image_generation_call",
         "local_shell_call",
+        "local_shell_call_output",
+        "mcp_call",
         "program_output",
+        "shell_call",
+        "shell_call_output",
+        "tool_search_call",
+        "tool_search_output",
         "web_search_call",
     }
 )
-"""Input item types whose ``status`` OpenAI requires (the SDK's input params mark it
-``Required``): replayed with it. Other types are sent without theirs."""
+"""Input item types (besides the rebuilt ones of ``_ITEM_FIELDS`` and reasoning) whose input
+param declares ``status`` (OpenAI requires it of some): relayed with the status the client sent
+(Codex sends it on ``tool_search_call`` / ``tool_search_output``). The types whose param has no
+``status`` (``custom_tool_call``, the MCP listings...) are sent without one, which OpenAI would
+refuse as unknown. tests/adapters/test_responses_api.py derives this set from the SDK."""
 
 _PART_FIELDS: dict[str, tuple[str, ...]] = {
     "input_text": ("type", "text"),
@@ -163,7 +176,7 @@ def _input_item(item: dict[str, Any]) -> dict[str, Any] | None:
         return replay
     fields = _ITEM_FIELDS.get(kind or "")
     if fields is None:
-        keep_status = kind in _STATUS_REQUIRED
+        keep_status = kind in _STATUS_KEPT
         return {key: value for key, value in item.items() if key != "status" or keep_status}
     sent = {**_pick(item, fields), "type": kind}
     for key in ("content", "output"):
@@ -227,11 +240,22 @@ def _status_error(status: int, raw: str) -> UpstreamStatusError:
     )
 
 
+_CLIENT_SIDE_TYPES = frozenset({"invalid_request_error", "invalid_request"})
+"""In-stream error types that blame the request (OpenAI's, and Open Responses' name for it)."""
+
+
 def _stream_error(error: dict[str, Any], raw: str) -> UpstreamStatusError:
-    """An in-stream failure (``response.failed`` or ``error``), given a status from its code."""
+    """An in-stream failure (``response.failed`` or ``error``), given a status from its code, or
+    from its type when it has no code (an orphan ``call_id`` is an ``invalid_request_error``
+    without one: the client's fault, a 400, not a server error)."""
     code = _str(error.get("code"))
-    if code == "rate_limit_exceeded":
+    if code == "rate_limit_exceeded" or error.get("type") in (
+        "rate_limit_error",
+        "too_many_requests",
+    ):
         status = 429
+    elif code is None and error.get("type") in _CLIENT_SIDE_TYPES:
+        status = 400
     elif code is None or code in _SERVER_SIDE_CODES:
         status = 500
     else:
@@ -343,7 +367,7 @@ class _StreamReader:
         kind = item.get("type")
         writer: MessageWriter | ReasoningWriter | FunctionCallWriter
         if kind == "message":
-            writer = self._out.message()
+            writer = self._out.message(phase=_str(item.get("phase")))
         elif kind == "reasoning":
             writer = self._out.reasoning(item_id=_str(item.get("id")))
             if item.get("encrypted_content"):

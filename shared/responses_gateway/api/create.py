@@ -15,11 +15,7 @@ from starlette.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import gateway_of, identity_of, timing_of
 from responses_gateway.api.limits import limits_of
-from responses_gateway.api.responses import (
-    DEPLOYMENT_HEADER,
-    OMITTED_FIELDS_HEADER,
-    OMITTED_TOOLS_HEADER,
-)
+from responses_gateway.api.responses import DEPLOYMENT_HEADER, OMITTED_TOOLS_HEADER
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.runs import start_background
 from responses_gateway.loop.render import render_response
@@ -68,6 +64,4 @@ def signal_omitted(response: Response, run: PreparedRun) -> Response:
         response.headers[DEPLOYMENT_HEADER] = ",".join(run.ctx.deployments)
     if run.omitted_tools:
         response.headers[OMITTED_TOOLS_HEADER] = ",".join(run.omitted_tools)
-    if run.omitted_fields:
-        response.headers[OMITTED_FIELDS_HEADER] = ",".join(run.omitted_fields)
     return response

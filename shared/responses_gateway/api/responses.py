@@ -20,6 +20,7 @@ from responses_gateway.api.routes import Door, RouteTable
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost
 from responses_gateway.errors import InvalidRequestError, NotFoundError
+from responses_gateway.loop.render import upgraded
 from responses_gateway.protocol.contract import include_gated
 from responses_gateway.store.base import StoredResponse
 from responses_gateway.tool_kinds import shown
@@ -65,11 +66,6 @@ async def create_response(request: Request, body: CreateResponseRequest) -> Resp
 
 OMITTED_TOOLS_HEADER = "x-gateway-omitted-tools"
 """Names the hosted tool types the model did not see (comma-separated); see docs/tools.md."""
-
-
-OMITTED_FIELDS_HEADER = "x-gateway-omitted-fields"
-"""Names the create fields the request set that its upstream wire omits (comma-separated); see
-docs/contract.md."""
 
 
 DEPLOYMENT_HEADER = "x-gateway-deployment"
@@ -124,11 +120,13 @@ def read_include(request: Request) -> list[str]:
 
 def _shown(response: Any, request: Request) -> Any:
     """A stored response as this read sees it: item result fields only when its ``include``
-    query parameters ask for them (the record keeps them for later turns)."""
+    query parameters ask for them (the record keeps them for later turns), and every key both
+    specs require (a record an older version stored: :func:`~responses_gateway.loop.render.
+    upgraded`)."""
     if not isinstance(response, dict) or not isinstance(response.get("output"), list):
         return response
     include = read_include(request)
-    return {**response, "output": [shown(item, include) for item in response["output"]]}
+    return {**upgraded(response), "output": [shown(item, include) for item in response["output"]]}
 
 
 @routes.get("/{response_id}")

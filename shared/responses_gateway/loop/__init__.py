@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from responses_gateway._lazy import lazy_attributes
 
 if TYPE_CHECKING:
+    from responses_gateway.loop.context import LoopContext
     from responses_gateway.loop.driver import (
-        LoopContext,
         decide_after_call_llm,
         decide_after_compact,
         decide_after_execute_tools,
@@ -66,7 +66,7 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "LoopContext": "driver",
+    "LoopContext": "context",
     "decide_after_call_llm": "driver",
     "decide_after_compact": "driver",
     "decide_after_execute_tools": "driver",

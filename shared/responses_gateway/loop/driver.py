@@ -5,6 +5,12 @@ Owns :func:`step` (run exactly one action, so a worker can checkpoint between ac
 next action from the state alone. Each arm of :func:`step` does one job and then asks a decider;
 there is no "if it has tools, loop, else return" branch anywhere else.
 
+Bounds: every action passes :func:`~responses_gateway.loop.limits.decide_within_limits` before
+it runs (model calls per response, wall time), and runs under the response's remaining wall time
+(an action still running at the deadline is cut: what it produced is kept and the response ends
+``incomplete``). So no upstream answer and no model can keep a loop going: the caps are checked
+in this one dispatcher, not by each path that leads to a model call.
+
 Budgets: before every model call the driver asks the context's budget guard (when it has one)
 for a :class:`~responses_gateway.usage.budget.BudgetStatus`, and :func:`decide_within_budget`
 turns it into the action: the call, or ``Finish("incomplete", reason="budget_exceeded")``.
@@ -21,35 +27,46 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from responses_gateway.adapters.base import Adapter, ModelCall
+from responses_gateway.adapters.base import ModelCall
 from responses_gateway.context.errors import (
     CONTEXT_LENGTH_MESSAGE,
     ContextLengthExceeded,
     as_context_length,
 )
-from responses_gateway.context.meter import ContextLimits, ContextMeter
+from responses_gateway.context.meter import ContextLimits
 from responses_gateway.context.tokens import TokenCount
 from responses_gateway.context.truncate import is_kept, plan_truncation
 from responses_gateway.errors import GatewayError, InternalError, UpstreamStatusError
-from responses_gateway.ids import new_id
 from responses_gateway.loop.compaction import (
     compacted_transcript,
     compaction_item,
     summary_call,
     summary_of,
 )
+from responses_gateway.loop.context import BudgetCheck, LoopContext, Persist
 from responses_gateway.loop.events import (
-    ItemEvent,
     ItemFinished,
     NullSink,
     ResponseFinished,
     ResponseStarted,
     Sink,
 )
+from responses_gateway.loop.execution import execute_tools, hosted_results
 from responses_gateway.loop.failover import decide_after_llm_failure
+from responses_gateway.loop.limits import (
+    DEFAULT_LIMITS,
+    MAX_LOOP_SECONDS,
+    MAX_MODEL_CALLS,
+    NO_PROGRESS,
+    LoopLimits,
+    deadline,
+    decide_within_limits,
+    effective_tool_choice,
+    no_progress,
+    tool_budget,
+)
 from responses_gateway.loop.output import OutputWriter, snapshot
 from responses_gateway.loop.prepared import model_transcript
 from responses_gateway.loop.reasoning import ReasoningPolicy
@@ -65,23 +82,14 @@ from responses_gateway.loop.state import (
     Truncate,
     TurnResult,
 )
-from responses_gateway.loop.tools import (
-    NO_GATEWAY_TOOLS,
-    HostedBackend,
-    ToolOutcome,
-    ToolRegistry,
-)
-from responses_gateway.protocol.contract import check_request, lower_context_items
+from responses_gateway.protocol.contract import check_request, failure_code, lower_context_items
 from responses_gateway.routing.attempts import Attempts, GiveUp
 from responses_gateway.routing.failures import classify
 from responses_gateway.tool_kinds import (
-    CLIENT_CALL_ITEM_TYPES,
     ITEM_KINDS,
-    KINDS,
     LOWERED_WIRES,
     allowed_tools_filter,
-    runs_on_gateway,
-    search_tools,
+    mcp_choice_as_functions,
     tool_view,
 )
 from responses_gateway.usage.budget import BUDGET_EXCEEDED, BudgetStatus
@@ -99,7 +107,6 @@ __all__ = [
     "decide_before_call_llm",
     "decide_start",
     "decide_within_budget",
-    "tool_budget",
     "error_object",
     "run_loop",
     "step",
@@ -113,75 +120,27 @@ logger = logging.getLogger(__name__)
 _PASSED_PARAMS = (
     "temperature",
     "top_p",
+    "presence_penalty",
+    "frequency_penalty",
     "max_output_tokens",
+    "max_tool_calls",
     "top_logprobs",
     "user",
     "service_tier",
     "prompt_cache_key",
     "safety_identifier",
 )
-
-
-Persist = Callable[[LoopState, dict[str, Any]], Awaitable[None]]
-"""Stores a finished response (state and its rendered object) before the client hears of it."""
-
-
-class BudgetCheck(Protocol):
-    """Answers whether the response's tenant may make another model call."""
-
-    async def status(self, state: LoopState) -> BudgetStatus: ...
-
-
-@dataclass(slots=True)
-class LoopContext:
-    """The live, per-invocation parts of a loop run (never serialized)."""
-
-    adapter: Adapter
-    upstream_model: str
-    tools: ToolRegistry = NO_GATEWAY_TOOLS
-    max_tool_calls: int = 32
-    """The gateway's cap on gateway tool executions per response (``max_tool_calls`` can only
-    lower it)."""
-    persist: Persist | None = None
-    """Called at every ending, before the terminal event: a stored response is written before
-    the client can see it finish (and so before it can chain to it)."""
-    failure: GatewayError | None = None
-    """The error that failed the response, for the HTTP edge."""
-    writer: OutputWriter | None = None
-    """The writer of the model call in progress (so a cancellation can close its items)."""
-    backends: dict[str, HostedBackend] = field(default_factory=dict)
-    """Hosted tool kinds the gateway runs on this (chat or harmony) wire, by kind name."""
-    budget: BudgetCheck | None = None
-    """Asked before every model call (None: no budget applies)."""
-    extra: dict[str, Any] = field(default_factory=dict)
-    meter: ContextMeter | None = None
-    """Limits and token counts of this response's model calls (None: no context checks)."""
-    tenant: str = "local"
-    """Whose response this is (compaction items and reasoning are sealed for it)."""
-    router: Router | None = None
-    """Sends each model call to a deployment of the model's route and retries it elsewhere
-    (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
-    deployments: list[str] = field(default_factory=list)
-    """The deployment that answered each model call of this run, in order (routed models)."""
-    on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
-    """Run when :func:`run_loop` returns or raises (closing the run's MCP sessions)."""
+"""The settings a model call forwards when the client set them (``state.request`` keeps unset ones
+null; the Response echoes those as OpenAI's effective values, :func:`render.echoed`)."""
 
 
 def error_object(error: GatewayError) -> dict[str, Any]:
-    """The ``Response.error`` object for a failure: ``{"code","message"}``."""
+    """The ``Response.error`` object for a failure: ``{"code","message"}``, the code as the
+    contract maps it (:func:`~responses_gateway.protocol.contract.failure_code`)."""
+    status = error.status_code
     if isinstance(error, UpstreamStatusError) and error.upstream_status == 429:
-        code = "rate_limit_exceeded"
-    elif error.status_code == 400 and error.code:
-        code = error.code
-    else:
-        code = "server_error"
-    return {"code": code, "message": error.message}
-
-
-def tool_budget(state: LoopState, ctx: LoopContext) -> int:
-    """How many gateway tool calls this response may execute in all."""
-    requested = state.request.get("max_tool_calls")
-    return min(int(requested), ctx.max_tool_calls) if requested else ctx.max_tool_calls
+        status = 429
+    return {"code": failure_code(status, error.code), "message": error.message}
 
 
 def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
@@ -190,7 +149,8 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     The client's tools and the transcript are shown to the adapter's wire through the tool-kind
     table (:func:`responses_gateway.tool_kinds.tool_view`): relayed on the Responses wire,
     lowered to functions elsewhere. Once the tool budget is spent, the model is called with no
-    tools at all, to answer.
+    tools at all, to answer; once a forced ``tool_choice`` was honoured by a gateway call, the
+    model is called with ``auto`` (:func:`~responses_gateway.loop.limits.effective_tool_choice`).
     """
     request = state.request
     check_request(request, ctx.adapter.wire)  # refused tools (the service checked them first)
@@ -201,10 +161,11 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     transcript = model_transcript(state)
     if ctx.adapter.wire in LOWERED_WIRES:  # what no function wire shows, as the contract says
         transcript = lower_context_items(transcript, keep=results)
+    choice = effective_tool_choice(state)
     view = tool_view(
         declared,
         transcript,
-        request.get("tool_choice"),
+        choice,
         ctx.adapter.wire,
         backed=frozenset(ctx.backends),
         results=results,
@@ -212,11 +173,14 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
     tools = view.tools + ctx.tools.model_tools()
     allowed = None
     if ctx.adapter.wire in LOWERED_WIRES:
-        allowed = allowed_tools_filter(request.get("tool_choice"), frozenset(ctx.backends))
+        allowed = allowed_tools_filter(choice, frozenset(ctx.backends))
     if allowed is not None:  # a function wire has no allowed_tools: the list is the restriction
         tools = [tool for tool in tools if allowed(str(tool.get("name")))]
-    if state.tool_calls_executed >= tool_budget(state, ctx):
+    if state.tool_calls_executed >= tool_budget(state, ctx.limits):
         tools = []
+    tool_choice = view.tool_choice
+    if ctx.adapter.wire not in LOWERED_WIRES and tools:  # MCP tools go up as functions
+        tool_choice = mcp_choice_as_functions(tool_choice, [str(t.get("name")) for t in tools])
     params: dict[str, Any] = {k: request[k] for k in _PASSED_PARAMS if request.get(k) is not None}
     if ctx.adapter.wire == "responses":
         params.update(state.passthrough)
@@ -238,8 +202,8 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
         input=view.input,
         instructions=instructions if isinstance(instructions, str) else None,
         tools=tools,
-        tool_choice=view.tool_choice if tools else None,
-        exposed=dict(view.calls) if tools else {},
+        tool_choice=tool_choice if tools else None,
+        exposed=dict(view.calls),  # a call the model makes anyway is still read as its kind
         params=params,
     )
 
@@ -252,25 +216,22 @@ def _turn(state: LoopState, kind: str) -> list[int]:
     ]
 
 
-def decide_after_call_llm(state: LoopState) -> NextAction:
+def decide_after_call_llm(state: LoopState, limits: LoopLimits = DEFAULT_LIMITS) -> NextAction:
     """Choose what follows a model call, from the state alone.
 
-    Cut off (``length``/``content_filter``): finish ``incomplete``, running nothing. Gateway
-    calls announced this turn run next; calls waiting for approval end the response; otherwise
-    the response is complete (client ``function_call`` items go back to the client).
+    Cut off (``length``/``content_filter``): finish ``incomplete``, running nothing. The calls
+    this turn made that the gateway owns (``LoopState.owners``; never a call the upstream ran or
+    relayed, whatever its status) run next, unless no model call may follow them (the cap is
+    reached: they would run for nobody); calls waiting for approval end the response;
+    otherwise the response is complete (client calls go back to the client).
     """
     if state.last_stop == "length":
         return Finish("incomplete", reason="max_output_tokens")
     if state.last_stop == "content_filter":
         return Finish("incomplete", reason="content_filter")
-    pending = [
-        i for i in _turn(state, "mcp_call") if state.output[i].get("status") == "in_progress"
-    ]
-    pending += [
-        i
-        for i in range(state.turn_start, len(state.output))
-        if runs_on_gateway(state.output[i]) and state.output[i].get("status") == "in_progress"
-    ]
+    pending = state.gateway_calls(state.turn_start)
+    if pending and state.llm_calls >= limits.max_model_calls:
+        return Finish("incomplete", reason=MAX_MODEL_CALLS)
     if pending:
         return ExecuteTools(tuple(pending))
     approvals = _turn(state, "mcp_approval_request")
@@ -281,18 +242,18 @@ def decide_after_call_llm(state: LoopState) -> NextAction:
 
 def decide_after_execute_tools(state: LoopState) -> NextAction:
     """After gateway tools ran: wait for approvals asked this turn, return the turn's client
-    calls to the client, or call the model again with the results."""
+    calls to the client, end a round that repeated the previous one exactly (no progress), or
+    call the model again with the results."""
     approvals = _turn(state, "mcp_approval_request")
     if approvals:
         return InterruptForApproval(tuple(approvals))
     client_calls = [
-        i
-        for kind in CLIENT_CALL_ITEM_TYPES
-        for i in _turn(state, kind)
-        if not runs_on_gateway(state.output[i])
+        i for i in range(state.turn_start, len(state.output)) if state.owner(i) == "client"
     ]
     if client_calls:
         return Finish("completed")
+    if no_progress(state):
+        return Finish("incomplete", reason=NO_PROGRESS)
     return CallLlm()
 
 
@@ -395,7 +356,8 @@ async def _call_routed(
     """One model call through the router: each failed attempt is judged by
     :func:`decide_after_llm_failure` (another deployment, a fallback model, or the failure).
     ``larger``: start on the route's larger-window model (the context is known not to fit)."""
-    attempts = Attempts(primary=state.model, model=larger or "")
+    key = state.request.get("prompt_cache_key")  # the contract's row: the routing key
+    attempts = Attempts(primary=state.model, model=larger or "", key=key)
     policy = router.route_of(state.model)
     while True:
         target = await router.acquire(attempts)
@@ -450,6 +412,7 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
                 return before
             ctx.failure = None  # not a failure: the larger-window model takes the call
         state.turn_start = len(state.output)
+        state.turns.append(state.turn_start)
         if ctx.router is not None:
             turn = await _call_routed(state, ctx, writer, ctx.router, larger)
         else:  # the call measured is this call: nothing it is built from changed since
@@ -470,7 +433,22 @@ async def _call_llm(state: LoopState, ctx: LoopContext, sink: Sink) -> NextActio
     state.add_usage(turn.usage)
     state.last_stop = turn.stop
     writer.close_open("completed" if turn.stop == "stop" else "incomplete")
-    return decide_after_call_llm(state)
+    _note_unfinished(state)
+    return decide_after_call_llm(state, ctx.limits)
+
+
+def _note_unfinished(state: LoopState) -> None:
+    """Log the upstream's calls of this turn that it left unfinished: they are relayed as they
+    came (the upstream owns them; the gateway neither completes nor runs them)."""
+    for index in range(state.turn_start, len(state.output)):
+        item = state.output[index]
+        if state.owner(index) == "upstream" and item.get("status") == "in_progress":
+            logger.info(
+                "upstream left %s %s of %s in_progress: relayed as it came",
+                item.get("type"),
+                item.get("id"),
+                state.response_id,
+            )
 
 
 async def _compact(state: LoopState, ctx: LoopContext, sink: Sink, action: Compact) -> NextAction:
@@ -511,145 +489,20 @@ def _truncate(state: LoopState, action: Truncate) -> NextAction:
     return CallLlm()
 
 
-_NOT_EXECUTED = {
-    "type": "mcp_tool_execution_error",
-    "content": [
-        {"type": "text", "text": "Not executed: the response reached its max_tool_calls limit."}
-    ],
-}
-
-
-def _approval_request(state: LoopState, request_id: str) -> dict[str, Any]:
-    for item in reversed(state.control_items + state.output):
-        if item.get("type") == "mcp_approval_request" and item.get("id") == request_id:
-            found: dict[str, Any] = item
-            return found
-    raise InternalError(f"approval request {request_id} vanished from the context")
-
-
 async def _execute_tools(
     state: LoopState, ctx: LoopContext, sink: Sink, action: ExecuteTools
 ) -> NextAction:
-    writer = ctx.writer = OutputWriter(state, sink, ctx.tools)
-    indexes = list(action.output_indexes)
-    if action.approved:
-        state.turn_start = len(state.output)
-    for request_id in action.approved:
-        request = _approval_request(state, request_id)
-        indexes.append(
-            writer.open_mcp_call(
-                server_label=str(request.get("server_label")),
-                name=str(request.get("name")),
-                arguments=str(request.get("arguments") or "{}"),
-                approval_request_id=request_id,
-            )
-        )
-    local = [i for i in indexes if runs_on_gateway(state.output[i])]
-    indexes = [i for i in indexes if i not in local]
-    await asyncio.gather(*(_run_on_gateway(state, ctx, writer, i) for i in local))
-    remaining = max(0, tool_budget(state, ctx) - state.tool_calls_executed)
-    run, skipped = indexes[:remaining], indexes[remaining:]
-    for index in skipped:
-        writer.finish_mcp_call(index, error=_NOT_EXECUTED, status="incomplete")
-    outcomes = await asyncio.gather(*(ctx.tools.execute(state.output[i]) for i in run))
-    for index, outcome in zip(run, outcomes, strict=True):
-        state.tool_calls_executed += 1
-        writer.finish_mcp_call(index, output=outcome.output, error=outcome.error)
+    await execute_tools(state, ctx, sink, action)
     return decide_after_execute_tools(state)
 
 
-HOSTED_RESULT = "hosted_tool_result"
-"""The control item keeping what a gateway-run hosted call returned, for this response's later
-model calls (``{"type", "item_id", "output"}``; never shown to the client or stored)."""
-
-
-def hosted_results(state: LoopState) -> dict[str, str]:
-    """What the hosted calls the gateway ran in this response returned, by item id."""
-    return {
-        str(item["item_id"]): str(item.get("output") or "")
-        for item in state.control_items
-        if item.get("type") == HOSTED_RESULT
-    }
-
-
-async def _run_on_gateway(
-    state: LoopState, ctx: LoopContext, writer: OutputWriter, index: int
-) -> None:
-    state.tool_calls_executed += 1
-    runner = _GATEWAY_RUNNERS[str(state.output[index].get("type"))]
-    await runner(state, ctx, writer, index)
-
-
-async def _run_backend(
-    state: LoopState, ctx: LoopContext, writer: OutputWriter, index: int
-) -> None:
-    """Run a hosted call (``web_search_call``, ``file_search_call``...) through the kind's
-    configured backend; its result goes into the item's own fields (the tool-kind table's
-    :class:`~responses_gateway.tool_kinds.Backend`), so later turns replay it from the item."""
-    item = state.output[index]
-    kind = ITEM_KINDS[str(item["type"])]
-    backend = ctx.backends.get(kind.name)
-    if backend is None:  # the backend is gone (a resumed loop on another configuration)
-        outcome = ToolOutcome(error={"message": "No backend is configured for this tool."})
-    else:
-        outcome = await backend.run(item)
-    text = _outcome_text(outcome)
-    state.control_items.append({"type": HOSTED_RESULT, "item_id": item["id"], "output": text})
-    if outcome.error is None and kind.backend is not None:
-        item.update(kind.backend.result(item, text))
-        for name, data in kind.backend.progress(item, text, index):
-            writer.sink.emit(ItemEvent(name, data))
-        name = f"response.{item['type']}.completed"
-        writer.sink.emit(ItemEvent(name, {"item_id": item["id"], "output_index": index}))
-    writer.finish_call_item(index, "completed" if outcome.error is None else "failed")
-
-
-def _outcome_text(outcome: ToolOutcome) -> str:
-    if outcome.error is None:
-        return outcome.output or ""
-    error = outcome.error
-    message = error.get("message") if isinstance(error, dict) else None
-    if message is None and isinstance(error, dict) and isinstance(error.get("content"), list):
-        texts = [str(p.get("text")) for p in error["content"] if isinstance(p, dict)]
-        message = "\n".join(texts) or None
-    return f"The tool failed: {message or error}"
-
-
-async def _search_tools(
-    state: LoopState, ctx: LoopContext, writer: OutputWriter, index: int
-) -> None:
-    """Answer the server ``tool_search_call`` at ``index`` with a ``tool_search_output`` whose
-    tools the next model call can use."""
-    call = state.output[index]
-    tools = search_tools(
-        state.request.get("tools") or [], model_transcript(state), call.get("arguments")
-    )
-    writer.finish_call_item(index)
-    writer.add_item(
-        {
-            "id": new_id("tso"),
-            "type": "tool_search_output",
-            "call_id": call.get("call_id"),
-            "execution": "server",
-            "status": "completed",
-            "tools": tools,
-        }
-    )
-
-
-_GATEWAY_RUNNERS = {
-    "tool_search_call": _search_tools,
-    **{kind.item_type: _run_backend for kind in KINDS if kind.backend and kind.item_type},
-}
-"""Call item types the gateway runs itself (``runs_on_gateway``) -> their runner."""
-
-
 def _settle(state: LoopState, sink: Sink) -> None:
-    """Close tool calls that were announced but will never run (the response is ending)."""
-    for index, item in enumerate(state.output):
-        kind = ITEM_KINDS.get(str(item.get("type")))
-        pending = item.get("type") == "mcp_call" or runs_on_gateway(item)
-        if pending and item.get("status") == "in_progress":
+    """Close the gateway's calls that were announced but will never run (the response is
+    ending). Calls of the upstream stay as it left them: the gateway never finishes those."""
+    for index in state.gateway_calls():
+        item = state.output[index]
+        if item.get("status") == "in_progress":
+            kind = ITEM_KINDS.get(str(item.get("type")))
             item["status"] = kind.cut_off if kind is not None else "incomplete"
             sink.emit(ItemFinished(index, snapshot(item)))
 
@@ -723,29 +576,53 @@ async def cancel(state: LoopState, ctx: LoopContext) -> None:
 
 
 async def step(state: LoopState, ctx: LoopContext, sink: Sink) -> bool:
-    """Run one action of the loop; return True once the response has finished."""
+    """Run one action of the loop; return True once the response has finished.
+
+    Every action is first held to the response's limits, and runs within its remaining wall
+    time: an action cut by the deadline keeps what it produced and ends the response
+    ``incomplete`` (``max_loop_seconds``) at the next step.
+    """
     if not state.started:
         state.started = True
         sink.emit(ResponseStarted(render_response(state)))
-    action = state.take_next_action()
+    now = time.time()
+    if state.started_at is None:
+        state.started_at = now
+    action = decide_within_limits(state, state.take_next_action(), ctx.limits, now)
     if isinstance(action, CallLlm) and ctx.budget is not None:
         action = decide_within_budget(state, await ctx.budget.status(state))
-    if isinstance(action, CallLlm):
-        state.set_next_action(await _call_llm(state, ctx, sink))
-    elif isinstance(action, Compact):
-        state.set_next_action(await _compact(state, ctx, sink, action))
-    elif isinstance(action, Truncate):
-        state.set_next_action(_truncate(state, action))
-    elif isinstance(action, ExecuteTools):
-        state.set_next_action(await _execute_tools(state, ctx, sink, action))
-    elif isinstance(action, InterruptForApproval):
-        state.set_next_action(_interrupt_for_approval(state, action))
-    elif isinstance(action, Finish):
+    if isinstance(action, Finish):
         await _finish(state, action, ctx, sink)
         return True
-    else:  # pragma: no cover - exhaustive over NextAction
-        raise TypeError(f"unknown loop action {action!r}")
+    scope = asyncio.timeout(deadline(state, ctx.limits, now) - time.time())
+    try:
+        async with scope:
+            state.set_next_action(await _dispatch(state, ctx, sink, action))
+    except TimeoutError:
+        if not scope.expired():
+            raise
+        logger.info("%s reached its wall time during %s", state.response_id, action.kind)
+        if ctx.writer is not None:
+            ctx.writer.close_open("incomplete")
+        state.set_next_action(Finish("incomplete", reason=MAX_LOOP_SECONDS))
     return False
+
+
+async def _dispatch(
+    state: LoopState, ctx: LoopContext, sink: Sink, action: NextAction
+) -> NextAction:
+    """Run one action that is not the ending; return the next action."""
+    if isinstance(action, CallLlm):
+        return await _call_llm(state, ctx, sink)
+    if isinstance(action, Compact):
+        return await _compact(state, ctx, sink, action)
+    if isinstance(action, Truncate):
+        return _truncate(state, action)
+    if isinstance(action, ExecuteTools):
+        return await _execute_tools(state, ctx, sink, action)
+    if isinstance(action, InterruptForApproval):
+        return _interrupt_for_approval(state, action)
+    raise TypeError(f"unknown loop action {action!r}")  # pragma: no cover - exhaustive
 
 
 async def run_loop(

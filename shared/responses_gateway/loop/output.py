@@ -7,12 +7,17 @@ open (as ``incomplete``) when a model call ends early. Adapters parse their wire
 this; they never touch ``state.output`` or the sink directly, so every adapter produces the same
 event shapes and no adapter can leave an item half-announced.
 
+It also records who runs each call it adds (``LoopState.owners``), from what made the call:
+a gateway tool's call is the gateway's (``mcp``), a lowered call is the tool-kind table's
+(:func:`~responses_gateway.tool_kinds.lowered_owner`), a client function's is the client's, and
+everything relayed is the upstream's. That is the only place ownership is decided.
+
 It decides nothing about what the loop does next.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from responses_gateway.ids import new_id
 from responses_gateway.loop.events import (
@@ -28,7 +33,7 @@ from responses_gateway.loop.events import (
     UpstreamResponding,
 )
 from responses_gateway.loop.reasoning import ReasoningPolicy, sealed_content
-from responses_gateway.loop.state import LoopState
+from responses_gateway.loop.state import CallOwner, LoopState
 from responses_gateway.loop.tools import NO_GATEWAY_TOOLS, GatewayTool, ToolRegistry
 from responses_gateway.tool_kinds import CALL_ITEM_TYPES, Exposed, shown
 
@@ -476,9 +481,11 @@ class OutputWriter:
         """Report that the upstream accepted the call (its 2xx headers arrived)."""
         self.sink.emit(UpstreamResponding())
 
-    def _append(self, item: dict[str, Any]) -> int:
+    def _append(self, item: dict[str, Any], owner: CallOwner | None = None) -> int:
         self.state.output.append(item)
         index = len(self.state.output) - 1
+        if owner is not None:
+            self.state.owners[index] = owner
         self.sink.emit(ItemStarted(index, snapshot(item)))
         return index
 
@@ -494,17 +501,19 @@ class OutputWriter:
         if writer in self._open:
             self._open.remove(writer)
 
-    def message(self, item_id: str | None = None) -> MessageWriter:
-        """Open an assistant message (its parts open with their first delta)."""
-        index = self._append(
-            {
-                "id": item_id or new_id("msg"),
-                "type": "message",
-                "role": "assistant",
-                "status": "in_progress",
-                "content": [],
-            }
-        )
+    def message(self, item_id: str | None = None, phase: str | None = None) -> MessageWriter:
+        """Open an assistant message (its parts open with their first delta); ``phase``: the
+        upstream's label (``commentary`` / ``final_answer``), kept for the client to resend."""
+        item: dict[str, Any] = {
+            "id": item_id or new_id("msg"),
+            "type": "message",
+            "role": "assistant",
+            "status": "in_progress",
+            "content": [],
+        }
+        if phase is not None:
+            item["phase"] = phase
+        index = self._append(item)
         writer = MessageWriter(self, index)
         self._open.append(writer)
         return writer
@@ -554,7 +563,7 @@ class OutputWriter:
         }
         if namespace is not None:
             item["namespace"] = namespace
-        index = self._append(item)
+        index = self._append(item, "client")
         writer = FunctionCallWriter(self, index)
         self._open.append(writer)
         return writer
@@ -571,7 +580,7 @@ class OutputWriter:
     def add_call_item(self, fields: dict[str, Any], call_id: str, status: str = "completed") -> int:
         """Add a whole tool call item of a lowered kind (``fields`` from the tool-kind table),
         announced, its kind's events emitted, and closed with ``status``; returns its index."""
-        from responses_gateway.tool_kinds import ITEM_KINDS, item_id_prefix
+        from responses_gateway.tool_kinds import ITEM_KINDS, item_id_prefix, lowered_owner
 
         kind = ITEM_KINDS[str(fields["type"])]
         item = {"id": new_id(item_id_prefix(str(fields["type"])))}
@@ -582,11 +591,13 @@ class OutputWriter:
         started = dict(item)
         if "input" in started:
             started["input"] = ""  # custom tool input streams in its own events
-        index = self._append(started)
+        owner = cast(CallOwner, lowered_owner(item))
+        # a call cut off before its arguments were complete runs nowhere: it gets no owner
+        index = self._append(started, owner if status == "completed" else None)
         for name, data in kind.events(item, index):
             self.sink.emit(ItemEvent(name, data))
         self.state.output[index] = item
-        if status == "completed" and kind.gateway_runs(item):
+        if status == "completed" and owner != "client":
             return index  # stays in_progress: the gateway runs it next (ExecuteTools)
         self.finish_call_item(index, status if status == "completed" else kind.cut_off)
         return index
@@ -610,7 +621,7 @@ class OutputWriter:
         opened = dict(item)
         if not opened.get("id"):
             opened["id"] = new_id("item")
-        writer = RelayWriter(self, self._append(opened))
+        writer = RelayWriter(self, self._append(opened, "upstream"))
         self._relayed.append(writer)
         return writer
 
@@ -641,7 +652,8 @@ class OutputWriter:
                 "error": None,
                 "approval_request_id": approval_request_id,
                 "status": "in_progress",
-            }
+            },
+            "mcp",
         )
         item = self.state.output[index]
         item_id = str(item["id"])

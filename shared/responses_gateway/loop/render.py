@@ -3,10 +3,14 @@
 Owns the shape of the ``Response`` object for every moment and every ending: the snapshot in
 ``response.created`` (status ``in_progress`` or ``queued``, no output yet), and the final object of
 a ``completed``, ``incomplete`` (``incomplete_details.reason``), ``failed`` (``error``) or
-``cancelled`` response. Streaming and non-streaming requests render through this one function, so
-the streamed ``response.completed`` equals the non-streamed body. The stored object keeps every
-result field of the items (later turns replay them); the client's views show what ``include``
-asks.
+``cancelled`` response. Every key both specs require is present in each of them (``completed_at``
+null until the response completed; ``usage`` an object, the counts so far: OpenAI's spec has no null
+for it and Open Responses requires the key), and the request's settings are echoed through
+:func:`echoed`: OpenAI's effective value (:data:`SAMPLING_DEFAULTS`) for each sampling setting the
+client left unset, which the driver does not forward. Streaming and non-streaming requests render
+through this one function, so the streamed ``response.completed`` equals the non-streamed body. The
+stored object keeps every result field of the items (later turns replay them); the client's views
+show what ``include`` asks.
 """
 
 from __future__ import annotations
@@ -16,7 +20,38 @@ from typing import Any
 from responses_gateway.loop.state import LoopState
 from responses_gateway.tool_kinds import shown
 
-__all__ = ["normalize_usage", "render_response"]
+__all__ = ["SAMPLING_DEFAULTS", "echoed", "normalize_usage", "render_response", "upgraded"]
+
+SAMPLING_DEFAULTS: dict[str, float | int] = {
+    "frequency_penalty": 0.0,
+    "presence_penalty": 0.0,
+    "temperature": 1.0,
+    "top_logprobs": 0,
+    "top_p": 1.0,
+}
+"""What OpenAI echoes for a sampling setting the client left unset (its effective value), and
+what both specs require in place of null."""
+
+
+def echoed(fields: dict[str, Any]) -> dict[str, Any]:
+    """The request's settings (``state.request``, as the client set them: what the driver
+    forwards) as a Response object shows them: each unset sampling setting as its
+    :data:`SAMPLING_DEFAULTS` value, ``user`` left out when unset (OpenAI's spec types it as a
+    string), a ``json_schema`` text format's unset ``strict`` as false and ``description`` as
+    ``""``. A new dict; ``fields`` is not changed."""
+    shown = dict(fields)
+    for key, default in SAMPLING_DEFAULTS.items():
+        if shown.get(key) is None:
+            shown[key] = default
+    if shown.get("user") is None:
+        shown.pop("user", None)
+    text = shown.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
+    if isinstance(text, dict) and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+        # both specs' keys: OpenAI's effective strict (false); no description as "" (Open
+        # Responses requires the key, OpenAI types it as a string)
+        shown["text"] = {**text, "format": {"description": "", "strict": False, **fmt}}
+    return shown
 
 
 def normalize_usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -57,11 +92,22 @@ def render_response(
             {"reason": state.incomplete_reason} if state.status == "incomplete" else None
         ),
     }
-    response.update(state.request)
+    response.update(echoed(state.request))
     response["model"] = state.model
     output = state.output if stored else [shown(item, state.include) for item in state.output]
     response["output"] = [dict(item) for item in output] if include_output else []
-    response["usage"] = normalize_usage(state.usage) if state.status != "in_progress" else None
-    if state.completed_at is not None:
-        response["completed_at"] = state.completed_at
+    response["usage"] = normalize_usage(state.usage or {})  # so far: zeros before any call
+    response["completed_at"] = state.completed_at
     return response
+
+
+def upgraded(response: dict[str, Any]) -> dict[str, Any]:
+    """A stored Response object as this version renders one: what an older gateway stored
+    without (``completed_at``, the sampling settings as effective values, ``usage`` as an
+    object, no null ``user``) filled in; the record itself is not changed."""
+    if response.get("object") != "response":
+        return response
+    shown = echoed(response)
+    shown.setdefault("completed_at", None)
+    shown["usage"] = normalize_usage(shown.get("usage") or {})
+    return shown

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "GATEWAY_RUNNERS",
     "SCHEMA_VERSION",
     "CallLlm",
+    "CallOwner",
     "Compact",
     "ExecuteTools",
     "Finish",
@@ -31,13 +33,32 @@ __all__ = [
     "TurnResult",
 ]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """Version of the serialized :class:`LoopState`. Bump it when the JSON shape changes, and teach
 :meth:`LoopState.from_json` to upgrade the older shapes (frozen fixtures in ``tests/fixtures``).
 
 - 1: initial shape.
 - 2: adds ``include`` (the client's ``include`` list, passed to the upstream).
+- 3: adds ``owners`` (who runs each call item), ``turns`` (where each model call's output
+  began), ``started_at`` (when the loop began) and ``passthrough`` (lost by a checkpoint
+  before).
 """
+
+CallOwner = Literal["client", "upstream", "mcp", "backend", "search"]
+"""Who runs a call item, decided when the item is made (never from its ``status``):
+
+- ``client``: the client runs it and answers in its next request (``function_call``,
+  ``shell_call``...);
+- ``upstream``: the upstream ran it, or runs it (everything a Responses upstream relays, hosted
+  calls included): the gateway never executes it;
+- ``mcp``: the gateway, through an MCP server (an ``mcp_call`` it announced);
+- ``backend``: the gateway, through the operator's backend of a hosted kind (a lowered
+  ``web_search_call``...);
+- ``search``: the gateway, answering a server ``tool_search_call`` from the request's tools.
+"""
+
+GATEWAY_RUNNERS: frozenset[str] = frozenset({"mcp", "backend", "search"})
+"""The owners that mean "the gateway runs it" (``ExecuteTools``)."""
 
 Outcome = Literal["completed", "incomplete", "failed", "cancelled"]
 StopReason = Literal["stop", "length", "content_filter"]
@@ -198,6 +219,15 @@ class LoopState:
     started: bool = False
     """Whether ``response.created`` was emitted."""
     completed_at: int | None = None
+    owners: dict[int, CallOwner] = field(default_factory=dict)
+    """Who runs each call item of ``output``, by output index (see :data:`CallOwner`); items
+    that are not calls have none."""
+    turns: list[int] = field(default_factory=list)
+    """The output index where each model call's output began, in order (``turn_start`` is the
+    latest turn's, or the start of the calls approved at the start of the response)."""
+    started_at: float | None = None
+    """When the loop's first action began (Unix time; None: not yet): its wall time counts
+    from here, across hand-overs and workers."""
     schema_version: int = SCHEMA_VERSION
 
     def take_next_action(self) -> NextAction:
@@ -208,6 +238,14 @@ class LoopState:
 
     def set_next_action(self, action: NextAction) -> None:
         self.next_action = action
+
+    def owner(self, index: int) -> CallOwner | None:
+        """Who runs the output item at ``index`` (None: not a call)."""
+        return self.owners.get(index)
+
+    def gateway_calls(self, start: int = 0) -> list[int]:
+        """Output indexes from ``start`` on of the calls the gateway runs, in order."""
+        return [i for i in range(start, len(self.output)) if self.owners.get(i) in GATEWAY_RUNNERS]
 
     def add_usage(self, usage: dict[str, Any] | None) -> None:
         """Accumulate one model call's usage into the response's usage."""
@@ -240,6 +278,7 @@ class LoopState:
             "upstream_input": self.upstream_input,
             "control_items": self.control_items,
             "include": self.include,
+            "passthrough": self.passthrough,
             "output": self.output,
             "next_action": _action_to_json(self.next_action),
             "status": self.status,
@@ -252,6 +291,9 @@ class LoopState:
             "last_stop": self.last_stop,
             "started": self.started,
             "completed_at": self.completed_at,
+            "owners": {str(index): owner for index, owner in sorted(self.owners.items())},
+            "turns": self.turns,
+            "started_at": self.started_at,
         }
 
     @classmethod
@@ -262,7 +304,57 @@ class LoopState:
         if version == 1:
             fields["include"] = []
             fields["schema_version"] = version = 2
+        if version == 2:
+            fields.update(_owners_of_v2(fields))
+            fields["schema_version"] = version = 3
         if version != SCHEMA_VERSION:
             raise ValueError(f"unsupported loop state schema version {version!r}")
         fields["next_action"] = _action_from_json(data["next_action"])
+        fields["owners"] = {int(index): owner for index, owner in fields["owners"].items()}
         return cls(**fields)
+
+
+def _owners_of_v2(fields: dict[str, Any]) -> dict[str, Any]:
+    """``owners`` and ``turns`` for a version 2 state, which had neither, from its items' types:
+    an ``mcp_call`` was the gateway's, a client tool's call the client's, a hosted call the
+    gateway's backend's when a pending ``execute_tools`` names it (else the upstream's); its turns
+    are unknown but the latest."""
+    output = fields.get("output") or []
+    pending = fields.get("next_action") or {}
+    owed = (
+        set(pending.get("output_indexes") or [])
+        if pending.get("kind") == "execute_tools"
+        else set()
+    )
+    owners: dict[str, str] = {}
+    for index, item in enumerate(output):
+        kind = str(item.get("type"))
+        if kind == "tool_search_call":
+            owner = "search" if item.get("execution") == "server" else "client"
+        elif kind in _V2_HOSTED:
+            owner = "backend" if index in owed else "upstream"
+        else:
+            owner = _V2_OWNERS.get(kind, "")
+        if owner:
+            owners[str(index)] = owner
+    start = int(fields.get("turn_start") or 0)
+    return {"owners": owners, "turns": [start] if output else []}
+
+
+_V2_OWNERS = {
+    "mcp_call": "mcp",
+    **dict.fromkeys(
+        (
+            "function_call",
+            "custom_tool_call",
+            "shell_call",
+            "local_shell_call",
+            "apply_patch_call",
+            "computer_call",
+        ),
+        "client",
+    ),
+}
+_V2_HOSTED = frozenset(
+    {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call"}
+)

@@ -25,7 +25,11 @@ from typing import Any, Literal
 __all__ = [
     "CREATE_FIELDS",
     "FAMILIES",
+    "GATEWAY_FAILURE_CODES",
+    "GATEWAY_INCOMPLETE_REASONS",
     "INCLUDE_VALUES",
+    "OPENAI_FAILURE_CODES",
+    "OPENAI_INCOMPLETE_REASONS",
     "INPUT_ITEMS",
     "OUTPUT_ITEMS",
     "STREAM_EVENTS",
@@ -37,6 +41,7 @@ __all__ = [
     "check_request",
     "checked_fields",
     "coverage",
+    "failure_code",
     "include_gated",
     "lower_context_items",
 ]
@@ -54,6 +59,14 @@ class Handling:
     fate: Fate
     how: str = ""
     """What it is lowered to, what the gateway does, or the policy and its reason."""
+    sent_as: str = ""
+    """Create fields forwarded (``relayed``/``lowered``): the key of the upstream payload the
+    value lands in (``max_tokens`` for ``max_output_tokens`` on chat, ``prompt`` for what
+    harmony renders into its prompt). tests/e2e/test_contract_fields.py sets each field and
+    checks that key changes."""
+    accepts: Callable[[Any], bool] | None = field(default=None, compare=False)
+    """Create fields: the values this fate covers; any other value the client sets is refused
+    (a 400 naming the field, the reason in :attr:`how`). None: every value."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,10 +368,13 @@ def _event_rows() -> tuple[Row, ...]:
             Handling("omitted", "chat and harmony upstreams send no annotations"),
         ),
         _all("response.queued", Handling("gateway", "background responses, before they start")),
-        _row(
+        _all(
             "response.compaction.compacting",
-            Handling("omitted", "upstream compaction is never asked for: the gateway compacts"),
-            Handling("omitted", "the gateway compacts itself, between model calls"),
+            Handling(
+                "gateway",
+                "the gateway's own compaction item opening (upstream "
+                "compaction is never asked for)",
+            ),
         ),
     ]
     audio = Handling("omitted", "audio output is not offered: no request field asks for it")
@@ -383,45 +399,79 @@ RESPONSES_ONLY_FIELDS: tuple[str, ...] = (
     "image",
     "access_programs",
 )
-"""Create fields sent as they are to a Responses upstream (the rows say ``relayed``) and omitted
-on the function wires."""
+"""Create fields sent as they are to a Responses upstream (the rows say ``relayed``) and refused
+on the function wires, except the ``image`` values those honour."""
+
+
+def _sent(name: str, how: str = "") -> Handling:
+    """Forwarded under the wire's own name ``name`` (``lowered`` when that is not the field's)."""
+    return Handling("lowered", how or f"sent as {name}", sent_as=name)
+
+
+def _relayed(name: str) -> Handling:
+    return Handling("relayed", sent_as=name)
+
+
+_IN_PROMPT = "prompt"
+"""Harmony's payload key for what it renders into the prompt text."""
+
+
+def _soonest_only(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and set(value) <= {"completion_window"}
+        and (value.get("completion_window") in (None, "soonest"))
+    )
+
+
+def _uncompressed(value: Any) -> bool:
+    return (
+        isinstance(value, Mapping)
+        and set(value) <= {"context_compression"}
+        and (value.get("context_compression") in (None, "auto", "disabled"))
+    )
+
+
+def _one_tier(value: Any) -> bool:
+    return value in ("auto", "default")
 
 
 def _field_rows() -> tuple[Row, ...]:
-    passed = (
-        "max_output_tokens", "metadata", "model", "temperature", "top_p", "reasoning",
-        "tools", "input", "instructions", "max_tool_calls",
-    )  # fmt: skip
     rows = [
-        _row(n, Handling("lowered", "sent as the call's own field"), Handling("lowered", "mapped"))
-        for n in passed
-    ]
-    rows += [
-        _all("stream", Handling("gateway", "the gateway streams every upstream call")),
-        _all("store", Handling("gateway", "the gateway's store; upstream calls use store:false")),
-        _all("background", Handling("gateway", "run by the gateway's background worker")),
-        _all("conversation", Handling("gateway", "the gateway's conversations")),
-        _all("previous_response_id", Handling("gateway", "the gateway's stored chain")),
-        _all("truncation", Handling("gateway", "the gateway's context windows truncate")),
-        _all("context_management", Handling("gateway", "the gateway compacts")),
-        _all("stream_options", Handling("gateway", "include_obfuscation on the gateway's SSE")),
-        _all("user", Handling("gateway", "echoed; sent to chat as user")),
-        _all("safety_identifier", Handling("gateway", "echoed")),
         _row(
-            "include",
-            Handling("relayed", "merged with reasoning.encrypted_content"),
-            Handling("gateway", "per value: see the include rows"),
+            "model",
+            _relayed("model"),
+            _sent("model", "the provider's model name (routing, strip_prefix)"),
+        ),
+        _row(
+            "input",
+            _sent("input", "the transcript: history, then input, as Responses items"),
+            _sent("messages", "chat messages"),
+            _sent(_IN_PROMPT, "harmony messages"),
+        ),
+        _row(
+            "instructions",
+            _relayed("instructions"),
+            _sent("messages", "a system message"),
+            _sent(_IN_PROMPT, "the developer message's instructions"),
+        ),
+        _row(
+            "tools",
+            _sent("tools", "relayed, gateway MCP tools added as functions"),
+            _sent("tools", "functions, through the tool-kind table"),
+            _sent(_IN_PROMPT, "the developer message's function namespace"),
         ),
         _row(
             "tool_choice",
-            Handling("lowered", "sent as the call's own field"),
-            Handling(
-                "lowered",
-                "chat tool_choice; a forced tool of another kind as its exposed "
-                "function; allowed_tools as the tool list restricted to them, with its mode",
+            _relayed("tool_choice"),
+            _sent(
+                "tool_choice",
+                "chat tool_choice; a forced tool of another kind as its "
+                "exposed function; allowed_tools as the tool list restricted to them, with "
+                "its mode",
             ),
-            Handling(
-                "lowered",
+            _sent(
+                _IN_PROMPT,
                 "none: no tools shown; required: an instruction to call, and an "
                 "answer without a call fails (502 invalid_model_output); a named function: "
                 "only that tool shown, the instruction, the call checked; allowed_tools: "
@@ -430,45 +480,118 @@ def _field_rows() -> tuple[Row, ...]:
         ),
         _row(
             "parallel_tool_calls",
-            RELAYED,
-            Handling("lowered", "chat parallel_tool_calls"),
+            _relayed("parallel_tool_calls"),
+            _sent("parallel_tool_calls"),
             Handling(
-                "lowered",
-                "false: the completion is read up to its first tool call; "
-                "later calls are discarded, never surfaced or run (one log line)",
+                "gateway",
+                "false: the completion is read up to its first tool call; later calls are "
+                "discarded, never surfaced or run (one log line)",
             ),
         ),
         _row(
+            "max_output_tokens",
+            _relayed("max_output_tokens"),
+            _sent("max_tokens"),
+            _sent("max_tokens"),
+        ),
+        _row("temperature", _relayed("temperature"), _sent("temperature"), _sent("temperature")),
+        _row("top_p", _relayed("top_p"), _sent("top_p"), _sent("top_p")),
+        _row(
+            "presence_penalty",
+            _relayed("presence_penalty"),
+            _sent("presence_penalty"),
+            _sent("presence_penalty"),
+        ),
+        _row(
+            "frequency_penalty",
+            _relayed("frequency_penalty"),
+            _sent("frequency_penalty"),
+            _sent("frequency_penalty"),
+        ),
+        _row(
+            "top_logprobs",
+            _relayed("top_logprobs"),
+            _sent("top_logprobs", "chat logprobs/top_logprobs"),
+            _sent("logprobs", "completions logprobs (alternatives per token)"),
+        ),
+        _row("user", _relayed("user"), _sent("user"), _sent("user")),
+        _row(
+            "reasoning",
+            _relayed("reasoning"),
+            _sent(
+                "reasoning_effort",
+                "effort as reasoning_effort; reasoning_content comes back as reasoning items",
+            ),
+            _sent(_IN_PROMPT, "effort as the system message's 'Reasoning:' level"),
+        ),
+        _row(
             "text",
-            RELAYED,
-            Handling("lowered", "chat response_format"),
-            Handling(
-                "lowered",
+            _relayed("text"),
+            _sent(
+                "response_format",
+                "format as response_format; verbosity as verbosity with "
+                "the provider's send_verbosity",
+            ),
+            _sent(
+                _IN_PROMPT,
                 "format: a '# Response Formats' section of the developer "
                 "message, and the answer checked against the schema (json_object: a JSON "
                 "object): a mismatch fails the response (502 invalid_model_output)",
             ),
         ),
         _row(
-            "top_logprobs",
-            RELAYED,
-            Handling("lowered", "chat logprobs/top_logprobs"),
-            Handling("lowered", "completions logprobs (alternatives per token)"),
+            "service_tier",
+            _relayed("service_tier"),
+            _sent("service_tier"),
+            Handling(
+                "gateway",
+                "auto and default: the one tier a completions server has; other tiers: "
+                "400 (a raw completions server has no tiers)",
+                accepts=_one_tier,
+            ),
         ),
         _row(
-            "service_tier",
-            RELAYED,
-            Handling("lowered", "chat service_tier"),
-            Handling("omitted", "a raw completions server has no tiers"),
-        ),  # fmt: skip
+            "max_tool_calls",
+            Handling(
+                "relayed",
+                "and the gateway caps the calls it runs itself (MCP, hosted "
+                "backends) across the response",
+                sent_as="max_tool_calls",
+            ),
+            Handling(
+                "gateway",
+                "caps the tool calls the gateway runs (MCP, hosted backends) across the response",
+            ),
+        ),
         _row(
-            "prompt_cache_key",
-            RELAYED,
-            Handling("lowered", "chat prompt_cache_key"),
-            Handling("omitted", "a raw completions server has no prompt cache key"),
-        ),  # fmt: skip
-    ]
-    rows.append(
+            "include",
+            Handling("relayed", "merged with reasoning.encrypted_content", sent_as="include"),
+            Handling("gateway", "per value: see the include rows"),
+        ),
+        _all("stream", Handling("gateway", "the gateway streams every upstream call")),
+        _all("stream_options", Handling("gateway", "include_obfuscation on the gateway's SSE")),
+        _all("store", Handling("gateway", "the gateway's store; upstream calls use store:false")),
+        _all(
+            "metadata",
+            Handling(
+                "gateway", "stored with the response and echoed (upstream calls are store:false)"
+            ),
+        ),
+        _all("background", Handling("gateway", "run by the gateway's background worker")),
+        _all(
+            "background_options",
+            Handling(
+                "gateway",
+                "completion_window soonest: what the gateway's background worker does (a Responses "
+                "upstream never sees background runs); the 2h/8h windows and continuation_id: "
+                "400 (no batch windows, no priorities)",
+                accepts=_soonest_only,
+            ),
+        ),
+        _all("conversation", Handling("gateway", "the gateway's conversations")),
+        _all("previous_response_id", Handling("gateway", "the gateway's stored chain")),
+        _all("truncation", Handling("gateway", "the gateway's context windows truncate")),
+        _all("context_management", Handling("gateway", "the gateway compacts")),
         _all(
             "prompt",
             Handling(
@@ -478,16 +601,39 @@ def _field_rows() -> tuple[Row, ...]:
                 "instructions and input; unknown id 404, unknown version or variable 400, before "
                 "any model call; resolved prompt echoed",
             ),
-        )
-    )
+        ),
+        _row(
+            "safety_identifier",
+            Handling("relayed", "and recorded in the request log", sent_as="safety_identifier"),
+            Handling(
+                "gateway",
+                "recorded in the request log as the end user's id (the operator's abuse "
+                "tracing; chat and completions servers take no such field)",
+            ),
+        ),
+        _row(
+            "prompt_cache_key",
+            Handling("relayed", "and used as the routing key", sent_as="prompt_cache_key"),
+            Handling(
+                "gateway",
+                "the routing key: a routed model's calls with the same key go to the same "
+                "healthy deployment (weighted rendezvous hashing), where its prefix cache is "
+                "warm; a model with one deployment always reaches the same server",
+            ),
+        ),
+    ]
+    refused = "a chat or completions server has no equivalent"
     for name in RESPONSES_ONLY_FIELDS:
-        rows.append(_row(name, RELAYED, Handling("omitted", "no chat/harmony equivalent")))
-    rows.append(
-        _all(
-            "background_options",
-            Handling("omitted", "the gateway runs background mode itself; options not applied"),
-        )
-    )
+        if name == "image":
+            function_wire = Handling(
+                "gateway",
+                "context_compression auto or disabled: the gateway sends images uncompressed; "
+                "enabled: 400 (no compression on this wire)",
+                accepts=_uncompressed,
+            )
+        else:
+            function_wire = Handling("refused", refused)
+        rows.append(_row(name, _relayed(name), function_wire))
     return tuple(rows)
 
 
@@ -517,6 +663,73 @@ def _include_rows() -> tuple[Row, ...]:
         _row("code_interpreter_call.outputs", RELAYED, no_data),
         _row("computer_call_output.output.image_url", RELAYED, no_data),
     )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- incomplete reasons
+
+OPENAI_INCOMPLETE_REASONS: tuple[str, ...] = ("max_output_tokens", "content_filter")
+"""The ``incomplete_details.reason`` values OpenAI's spec enumerates (Open Responses takes any
+string)."""
+
+GATEWAY_INCOMPLETE_REASONS: dict[str, str] = {
+    "budget_exceeded": (
+        "the tenant's budget was spent before the next model call (usage/budget.py): the "
+        "response ends incomplete with what it produced so far"
+    ),
+    "max_model_calls": (
+        "the response made its provider's or route's max_model_calls model calls and the loop "
+        "would call the model again (loop/limits.py)"
+    ),
+    "max_loop_seconds": (
+        "the response's loop ran max_loop_seconds of wall time: the action in flight is cut, "
+        "what it produced kept (loop/limits.py)"
+    ),
+    "no_progress": (
+        "a model call and the gateway calls it made repeated the previous round exactly, so "
+        "the next call would repeat it too (loop/limits.py)"
+    ),
+}
+"""The gateway's own ``incomplete_details.reason`` values (reason -> when it is emitted),
+beyond :data:`OPENAI_INCOMPLETE_REASONS`: every reason the gateway may emit is named here, and
+the spec oracle accepts no other (``testing/spec_oracle.py``; docs/contract.md lists them)."""
+
+
+# --------------------------------------------------------------------------- failure codes
+
+OPENAI_FAILURE_CODES: tuple[str, ...] = (
+    "server_error", "rate_limit_exceeded", "invalid_prompt", "data_residency_mismatch",
+    "bio_policy", "vector_store_timeout", "invalid_image", "invalid_image_format",
+    "invalid_base64_image", "invalid_image_url", "image_too_large", "image_too_small",
+    "image_parse_error", "image_content_policy_violation", "invalid_image_mode",
+    "image_file_too_large", "unsupported_image_media_type", "empty_image_file",
+    "failed_to_download_image", "image_file_not_found",
+)  # fmt: skip
+"""The ``error.code`` values of a failed Response that OpenAI's spec enumerates (its
+``ResponseErrorCode``; Open Responses takes any string)."""
+
+GATEWAY_FAILURE_CODES: dict[str, str] = {
+    "context_length_exceeded": (
+        "the context does not fit the model's window and cannot be cut (truncation disabled, "
+        "or nothing left to drop), found before or by the model call; the gateway already "
+        "answered it under this code (HTTP errors, earlier failed responses), and a client "
+        "may compact on it"
+    ),
+}
+"""The gateway's own ``error.code`` values of a failed Response beyond
+:data:`OPENAI_FAILURE_CODES` (code -> when it is sent); the spec oracle accepts no other."""
+
+
+def failure_code(status: int, code: str | None) -> str:
+    """The ``error.code`` of a Response failed by an error of HTTP ``status``: a 429 is
+    ``rate_limit_exceeded``; another 4xx keeps its code when a table above names it, and is
+    ``invalid_prompt`` otherwise (the request was at fault: an orphan ``call_id``, a refused
+    value...); anything else is ``server_error``."""
+    if status == 429:
+        return "rate_limit_exceeded"
+    if 400 <= status < 500:
+        known = code in OPENAI_FAILURE_CODES or code in GATEWAY_FAILURE_CODES
+        return code if known and code is not None else "invalid_prompt"
+    return "server_error"
 
 
 # --------------------------------------------------------------------------- the registries
@@ -619,8 +832,12 @@ _REFUSED_TOOLS: dict[str, dict[str, Row]] = {
     wire: {name: row for name, row in TOOLS.items() if row.on(wire).fate == "refused"}
     for wire in WIRES
 }
-_OMITTED_FIELDS: dict[str, tuple[str, ...]] = {
-    wire: tuple(name for name, row in CREATE_FIELDS.items() if row.on(wire).fate == "omitted")
+_FIELD_POLICIES: dict[str, tuple[Row, ...]] = {
+    wire: tuple(
+        row
+        for row in CREATE_FIELDS.values()
+        if row.on(wire).fate == "refused" or row.on(wire).accepts is not None
+    )
     for wire in WIRES
 }
 """The rows' request-level policies per wire, worked out once (every create applies them)."""
@@ -628,25 +845,26 @@ _OMITTED_FIELDS: dict[str, tuple[str, ...]] = {
 
 def checked_fields(wire: str) -> frozenset[str]:
     """The create fields :func:`check_request` reads on ``wire`` (``tools`` and the fields the
-    wire omits, ``input`` never): a caller holding a model need dump only these."""
+    wire refuses, wholly or for some values; ``input`` never): a caller holding a model need
+    dump only these."""
     if wire not in WIRES:
         return frozenset()
-    return frozenset({"tools", *_OMITTED_FIELDS[wire]} - {"input"})
+    return frozenset({"tools", *(row.name for row in _FIELD_POLICIES[wire])} - {"input"})
 
 
-def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
-    """Apply the request-level policies of the rows for ``wire``.
-
-    Returns:
-        The create fields the request sets that the wire omits (for the caller's one log line).
+def check_request(request: Mapping[str, Any], wire: str) -> None:
+    """Apply the request-level policies of the rows for ``wire``: a create field or a tool the
+    wire refuses is a 400 naming it (``request`` holds the fields the client set).
 
     Raises:
-        InvalidRequestError: a tool whose row refuses it on ``wire`` (a 400 naming the tool).
+        InvalidRequestError: a tool whose row refuses it on ``wire`` (``param``
+            ``tools[i].type``), or a create field whose row refuses it, or the value it was
+            given, on ``wire`` (``param`` the field).
     """
     from responses_gateway.errors import InvalidRequestError
 
     if wire not in WIRES:  # a test double's wire: no policies
-        return []
+        return
     refused = _REFUSED_TOOLS[wire]
     for index, tool in enumerate(request.get("tools") or []):
         row = refused.get(str(tool.get("type")) if isinstance(tool, Mapping) else "")
@@ -657,4 +875,17 @@ def check_request(request: Mapping[str, Any], wire: str) -> list[str]:
                 param=f"tools[{index}].type",
                 code="unsupported_value",
             )
-    return [name for name in _OMITTED_FIELDS[wire] if request.get(name) not in (None, [], {})]
+    for row in _FIELD_POLICIES[wire]:
+        value = request.get(row.name)
+        if value in (None, [], {}):
+            continue
+        handling = row.on(wire)
+        if handling.fate == "refused" or (
+            handling.accepts is not None and not handling.accepts(value)
+        ):
+            raise InvalidRequestError(
+                f"Parameter '{row.name}' is not supported by this model's upstream "
+                f"({wire} wire): {handling.how}.",
+                param=row.name,
+                code="unsupported_parameter",
+            )

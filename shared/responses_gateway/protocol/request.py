@@ -4,9 +4,10 @@ Owns :class:`CreateResponseRequest` (every field of the SDK's ``ResponseCreatePa
 keys are accepted and ignored, since clients send extras through ``extra_body``),
 :func:`parse_create_request` (body -> model, or an :class:`InvalidRequestError` worded like
 OpenAI's), :func:`to_invalid_request` (the same error mapping, for other endpoints' models),
-:func:`echo_fields` (the dict the loop keeps as ``state.request`` and every Response object echoes)
-and :func:`request_input` (the ``input`` as plain dicts for
-:func:`responses_gateway.loop.prepared.prepare_input`).
+:func:`echo_fields` (the dict the loop keeps as ``state.request``: the settings as the client set
+them, which the loop forwards, and which every Response object shows through
+:func:`responses_gateway.loop.render.echoed`) and :func:`request_input` (the ``input`` as plain
+dicts for :func:`responses_gateway.loop.prepared.prepare_input`).
 
 It must not look anything up (previous responses, conversations, stored items) or talk to an
 upstream: it checks only what the body alone can tell.
@@ -14,11 +15,12 @@ upstream: it checks only what the body alone can tell.
 Validation choices (OpenAI's where the spec or the API says, ours where marked [choice]):
 
 * Scalars are strict: ``"1"`` is not a number, ``1.0`` is not an integer, ``true`` is not an
-  integer, NaN/Infinity are rejected. ``temperature`` 0..2, ``top_p`` 0..1, ``top_logprobs``
-  0..20, ``max_output_tokens`` >= 16 (the spec's minimum). [choice] ``max_tool_calls`` >= 1 (the
-  spec sets no minimum; 0 would cap every gateway tool call before the first model call).
-  Counts (``max_output_tokens``, ``max_tool_calls``, ``compact_threshold``) are at most
-  2147483647, so a huge integer never reaches an upstream.
+  integer, NaN/Infinity are rejected. ``temperature`` 0..2, ``top_p`` 0..1, ``top_logprobs`` 0..20,
+  ``presence_penalty`` and ``frequency_penalty`` -2..2 (Chat Completions' range: the Open Responses
+  spec declares both without one), ``max_output_tokens`` >= 16 (the spec's minimum). [choice]
+  ``max_tool_calls`` >= 1 (the spec sets no minimum; 0 would cap every gateway tool call before the
+  first model call). Counts (``max_output_tokens``, ``max_tool_calls``, ``compact_threshold``) are
+  at most 2147483647, so a huge integer never reaches an upstream.
 * Function tool ``parameters`` must be a JSON Schema of an object
   (:mod:`responses_gateway.protocol.schema_check`): 400 ``invalid_function_parameters`` on
   ``tools[i].parameters``, "Invalid schema for function '<name>': ...".
@@ -143,6 +145,7 @@ METADATA_MAX_VALUE_CHARS = 512
 Temperature = Annotated[float, _bounded("decimal", 0, 2)]
 TopP = Annotated[float, _bounded("decimal", 0, 1)]
 TopLogprobs = Annotated[int, _bounded("integer", 0, 20)]
+Penalty = Annotated[float, _bounded("decimal", -2, 2)]
 INT32_MAX = 2_147_483_647
 """The largest value an integer parameter takes (OpenAI's bound for unbounded counts)."""
 MaxOutputTokens = Annotated[int, _bounded("integer", 16, INT32_MAX)]
@@ -255,11 +258,13 @@ class TextParam(_Lenient):
 
 
 class ReasoningParam(_Lenient):
-    """``reasoning``: ``{"effort","summary"}`` (plus ``context``, ``mode``... kept as sent)."""
+    """``reasoning``: ``{"effort","summary"}`` (plus ``mode`` and other keys, kept as sent);
+    ``context`` is checked against the SDK's values, since every Response echoes it."""
 
     effort: str | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
+    context: Literal["auto", "current_turn", "all_turns"] | None = None
 
 
 class StreamOptions(_Lenient):
@@ -314,7 +319,8 @@ InputParam = Annotated[
 
 
 class CreateResponseRequest(_Lenient):
-    """The body of ``POST /v1/responses``: every field of the SDK's ``ResponseCreateParams``.
+    """The body of ``POST /v1/responses``: every field of the SDK's ``ResponseCreateParams``, and
+    the Open Responses spec's ``presence_penalty`` / ``frequency_penalty``.
 
     Fields the gateway does not act on (``access_programs``, ``background_options``, ``image``,
     ``moderation``, ``prompt_cache_options``...) are validated only as JSON objects. Unknown keys
@@ -340,6 +346,8 @@ class CreateResponseRequest(_Lenient):
     temperature: Temperature | None = None
     top_p: TopP | None = None
     top_logprobs: TopLogprobs | None = None
+    presence_penalty: Penalty | None = None
+    frequency_penalty: Penalty | None = None
     truncation: Literal["auto", "disabled"] | None = None
     include: list[str] | None = None
     metadata: dict[str, str] | None = None
@@ -601,22 +609,26 @@ def _echo_tool(tool: FunctionTool | McpTool | OpaqueTool) -> dict[str, Any]:
 
 
 def echo_fields(req: CreateResponseRequest) -> dict[str, Any]:
-    """The request fields every Response object echoes, with their defaults; JSON-ready.
+    """The request fields every Response object echoes, as the client set them; JSON-ready.
 
-    This is what the loop keeps as ``state.request`` and what
-    :func:`responses_gateway.loop.render.render_response` merges into the Response. Keys are
-    always present, in this (alphabetical) order; defaults when the client omits a field:
+    This is what the loop keeps as ``state.request``: the driver forwards the settings the client
+    set (never a default) and :func:`responses_gateway.loop.render.render_response` shows them
+    through :func:`~responses_gateway.loop.render.echoed`, which puts OpenAI's effective values in
+    the place of the sampling settings left unset. "What we forward" and "what we echo" are
+    therefore two values of one record. Keys are always present, in this (alphabetical) order;
+    defaults when the client omits a field:
 
     ``background`` false; ``conversation`` ``{"id"}`` or null; ``instructions`` null;
     ``max_output_tokens`` / ``max_tool_calls`` null; ``metadata`` ``{}``;
     ``parallel_tool_calls`` true; ``previous_response_id`` / ``prompt`` / ``prompt_cache_key`` /
     ``prompt_cache_retention`` null; ``reasoning`` ``{"effort":null,"summary":null}`` (given keys
     added); ``safety_identifier`` null; ``service_tier`` ``"auto"`` (OpenAI's default);
-    ``store`` true; ``temperature`` null and ``top_p`` null (OpenAI echoes 1.0, but
-    ``build_model_call`` forwards every non-null sampling value upstream, and an unset one must
-    stay unset); ``text`` ``{"format":{"type":"text"}}``; ``tool_choice`` ``"auto"``; ``tools``
-    ``[]``; ``top_logprobs`` null (same reason as ``temperature``); ``truncation``
-    ``"disabled"``; ``user`` null.
+    ``store`` true; ``temperature``, ``top_p``, ``top_logprobs``, ``presence_penalty`` and
+    ``frequency_penalty`` null (unset: not forwarded; the Response shows
+    ``render.SAMPLING_DEFAULTS``, and a ``json_schema`` text format's unset ``description`` and
+    ``strict`` as ``""`` and false); ``text`` ``{"format":{"type":"text"}}``; ``tool_choice``
+    ``"auto"``; ``tools`` ``[]``; ``truncation`` ``"disabled"``; ``user`` null (left out of the
+    Response).
 
     ``tools`` never carry secrets: MCP ``headers`` and ``authorization`` are dropped and
     ``server_url`` is cut to ``scheme://host[:port]``. Function tools always show
@@ -635,15 +647,18 @@ def echo_fields(req: CreateResponseRequest) -> dict[str, Any]:
     text: dict[str, Any] = {"format": {"type": "text"}}
     if req.text is not None:
         text.update(_dump(req.text))
+
     tool_choice = req.tool_choice
     return {
         "background": bool(req.background),
         "conversation": conversation_echo,
+        "frequency_penalty": req.frequency_penalty,
         "instructions": req.instructions,
         "max_output_tokens": req.max_output_tokens,
         "max_tool_calls": req.max_tool_calls,
         "metadata": dict(req.metadata or {}),
         "parallel_tool_calls": req.parallel_tool_calls is not False,
+        "presence_penalty": req.presence_penalty,
         "previous_response_id": req.previous_response_id,
         "prompt": _dump(req.prompt) if req.prompt is not None else None,
         "prompt_cache_key": req.prompt_cache_key,

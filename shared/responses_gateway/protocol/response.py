@@ -18,6 +18,12 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Tag, model_validator
 
+from responses_gateway.protocol.contract import (
+    GATEWAY_FAILURE_CODES,
+    GATEWAY_INCOMPLETE_REASONS,
+    OPENAI_FAILURE_CODES,
+    OPENAI_INCOMPLETE_REASONS,
+)
 from responses_gateway.protocol.items import OutputItem, object_union, tagged_union_by_type
 from responses_gateway.protocol.request import (
     ConversationRef,
@@ -76,18 +82,34 @@ class Usage(_Exact):
 
 
 class ResponseError(_Exact):
-    """``Response.error`` of a failed response: ``{"code","message"}``."""
+    """``Response.error`` of a failed response: ``{"code","message"}``, the code OpenAI's or
+    one of the gateway's own (``contract.GATEWAY_FAILURE_CODES``, each named)."""
 
     code: str
+
+    @model_validator(mode="after")
+    def _a_declared_code(self) -> ResponseError:
+        if self.code not in (*OPENAI_FAILURE_CODES, *GATEWAY_FAILURE_CODES):
+            raise ValueError(f"failure code {self.code!r} is in neither table")
+        return self
+
     message: str
     param: str | None = None
     type: str | None = None
 
 
 class IncompleteDetails(_Exact):
-    """``Response.incomplete_details``."""
+    """``Response.incomplete_details``: OpenAI's reasons, or one of the gateway's own
+    (``contract.GATEWAY_INCOMPLETE_REASONS``, each named)."""
 
-    reason: Literal["max_output_tokens", "content_filter"]
+    reason: str
+
+    @model_validator(mode="after")
+    def _a_declared_reason(self) -> IncompleteDetails:
+        known = (*OPENAI_INCOMPLETE_REASONS, *GATEWAY_INCOMPLETE_REASONS)
+        if self.reason not in known:
+            raise ValueError(f"incomplete reason {self.reason!r} is none of {known}")
+        return self
 
 
 class EchoedFunctionTool(BaseModel):
@@ -151,10 +173,11 @@ EchoedTool = Annotated[
 class Response(_Exact):
     """The Response object, exactly as the contract defines it.
 
-    Always present: ``id``, ``object``, ``created_at``, ``status``, ``error``,
-    ``incomplete_details``, ``instructions``, ``metadata``, ``model``, ``output``,
-    ``parallel_tool_calls``, ``temperature``, ``tool_choice``, ``tools``, ``top_p``. The rest may be
-    omitted.
+    Always present: what OpenAI's spec and the Open Responses spec require (``id``, ``object``,
+    ``created_at``, ``completed_at``, ``status``, ``error``, ``incomplete_details``,
+    ``instructions``, ``metadata``, ``model``, ``output``, ``parallel_tool_calls``, the sampling
+    settings as numbers, ``tool_choice``, ``tools``, ``usage``...). ``user`` is left out when
+    unset (OpenAI types it as a string).
     """
 
     id: str
@@ -168,12 +191,16 @@ class Response(_Exact):
     model: str
     output: list[OutputItem]
     parallel_tool_calls: bool
-    temperature: float | None
+    temperature: float
     tool_choice: ToolChoice
     tools: list[EchoedTool]
-    top_p: float | None
+    top_p: float
+    presence_penalty: float
+    frequency_penalty: float
+    top_logprobs: int
+    completed_at: int | None
+    usage: Usage
     background: bool | None = None
-    completed_at: int | None = None
     conversation: ConversationRef | None = None
     max_output_tokens: int | None = None
     max_tool_calls: int | None = None
@@ -186,9 +213,7 @@ class Response(_Exact):
     service_tier: str | None = None
     store: bool | None = None
     text: TextParam | None = None
-    top_logprobs: int | None = None
     truncation: Literal["auto", "disabled"] | None = None
-    usage: Usage | None = None
     user: str | None = None
 
     @model_validator(mode="after")

@@ -54,6 +54,9 @@ class Attempts:
     """Seconds spent waiting for a deployment to become available."""
     last: LlmFailure | None = None
     answered_by: list[str] = field(default_factory=list)
+    key: str | None = None
+    """The request's ``prompt_cache_key``: when set, the deployment is chosen by it
+    (:func:`~responses_gateway.routing.choose.by_key`) instead of by the route's strategy."""
 
     def __post_init__(self) -> None:
         if not self.model:

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from responses_gateway.loop.limits import DEFAULT_LIMITS, LIMIT_KEYS, LoopLimits, parse_loop_limits
+
 __all__ = [
     "STRATEGIES",
     "Deployment",
@@ -39,6 +41,7 @@ _ROUTE_KEYS = frozenset(
         "max_wait_seconds",
         "allowed_fails",
         "cooldown_seconds",
+        *LIMIT_KEYS,
     }
 )
 _DEPLOYMENT_KEYS = frozenset({"id", "provider", "model", "weight", "rpm", "tpm", "api_key_env"})
@@ -87,6 +90,9 @@ class ModelRoute:
     """Failures within ``cooldown_seconds`` that put a deployment in cooldown (a 429 does at
     once)."""
     cooldown_seconds: float = 30.0
+    limits: LoopLimits | None = None
+    """The caps of each response's loop on this model (``max_model_calls``, ``max_tool_calls``,
+    ``max_loop_seconds``); None: those of its first deployment's provider."""
 
 
 def _number(value: Any, what: str, *, integer: bool = False, positive: bool = True) -> Any:
@@ -178,7 +184,17 @@ def _route(
         cooldown_seconds=float(
             _number(raw.get("cooldown_seconds", 30.0), f"{where}.cooldown_seconds")
         ),
+        limits=_limits(raw, where, deployments[0].provider),
     )
+
+
+def _limits(raw: Mapping[str, Any], where: str, provider: Any) -> LoopLimits | None:
+    if not any(key in raw for key in LIMIT_KEYS):
+        return None
+    try:
+        return parse_loop_limits(raw, where, getattr(provider, "limits", DEFAULT_LIMITS))
+    except ValueError as exc:
+        raise RouteError(str(exc)) from None
 
 
 def parse_routes(

@@ -1,13 +1,14 @@
 """The per-process router: a model name's deployments, which one takes a call, and its adapter.
 
-Owns :class:`Router`: for the model an :class:`~.attempts.Attempts` is on, it finds the
-deployments available now (not failed this round, not cooling down in the shared health, within
-their per-minute limits), takes a half-open probe when a cooldown ended, lets the route's strategy
-choose, and hands back a :class:`Target` with that deployment's adapter (one per deployment, in
-its own wire). When none is available it waits for the first to return, in steps no longer than
-the health cache's life, within the route's bounded wait; past it, it raises the error naming the
-last cause. It records outcomes (in-flight counts and call times for the strategies, failures
-and recoveries in the shared health). Whether a failed call is retried is the loop's decision
+Owns :class:`Router`: for the model an :class:`~.attempts.Attempts` is on, it finds the deployments
+available now (not failed this round, not cooling down in the shared health, within their per-minute
+limits), takes a half-open probe when a cooldown ended, lets the route's strategy choose (a call
+carrying a ``prompt_cache_key`` goes where that key lands instead), and hands back a :class:`Target`
+with that deployment's adapter (one per deployment, in its own wire). When none is available it
+waits for the first to return, in steps no longer than the health cache's life, within the route's
+bounded wait; past it, it raises the error naming the last cause. It records outcomes (in-flight
+counts and call times for the strategies, failures and recoveries in the shared health). Whether a
+failed call is retried is the loop's decision
 (:func:`responses_gateway.loop.failover.decide_after_llm_failure`).
 """
 
@@ -29,7 +30,7 @@ from responses_gateway.adapters.select import PROCESS_LATCH, UpgradeLatch, make_
 from responses_gateway.config import GatewayConfig
 from responses_gateway.errors import GatewayError, UpstreamError
 from responses_gateway.routing.attempts import Attempts
-from responses_gateway.routing.choose import choose
+from responses_gateway.routing.choose import by_key, choose
 from responses_gateway.routing.deployments import Deployment, ModelRoute
 from responses_gateway.routing.failures import RETRYABLE, LlmFailure
 from responses_gateway.routing.health import (
@@ -186,7 +187,10 @@ class Router:
                 return Target(deployment, self.adapter_of(deployment), route, probe=True), None
             waits.append(now + self._cache_seconds)
         while ready:
-            deployment = choose(route.strategy, ready, self._rng, self.in_flight, self.latency)
+            if attempts.key:  # the request's prompt_cache_key: where its cache is warm
+                deployment = by_key(ready, attempts.key)
+            else:
+                deployment = choose(route.strategy, ready, self._rng, self.in_flight, self.latency)
             if await self.board.admit(deployment):
                 return Target(deployment, self.adapter_of(deployment), route), None
             ready.remove(deployment)  # over its per-minute limit: the next minute

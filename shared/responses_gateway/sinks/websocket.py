@@ -30,12 +30,14 @@ def encode_message(event: dict[str, Any]) -> bytes:
 def error_event(error: GatewayError, stream_id: str | None = None) -> dict[str, Any]:
     """The socket's ``error`` event for a request error: ``{"type": "error", "status",
     "error": {"type", "code", "message", "param"}}`` (plus ``stream_id`` when the create
-    named one). The connection stays open after it."""
-    event: dict[str, Any] = {
-        "type": "error",
-        "status": error.status_code,
-        "error": error.to_error(),
-    }
+    named one; an error without a code gets the contract's code for its status, since both specs
+    type the socket error's ``code`` as a string). The connection stays open after it."""
+    from responses_gateway.protocol.contract import failure_code
+
+    nested = error.to_error()
+    if nested.get("code") is None:  # both specs' socket error carries a string code
+        nested["code"] = failure_code(error.status_code, None)
+    event: dict[str, Any] = {"type": "error", "status": error.status_code, "error": nested}
     if stream_id is not None:
         event["stream_id"] = stream_id
     return event

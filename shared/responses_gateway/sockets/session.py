@@ -11,8 +11,11 @@ connection limit ends with ``websocket_connection_limit_reached``).
 
 Every create runs through :meth:`Gateway.prepare` and :func:`run_loop` with a
 :class:`~responses_gateway.sinks.websocket.WebSocketSink`: nothing here builds events or decides
-what a response does. It never touches the transport: ``send`` receives each server message's
-bytes, in order, and the transport delivers them.
+what a response does. A response's messages obey HTTP streaming's commit rule: they are held
+until its first output item opens, and a response that fails before that (an upstream's 400,
+say) is the socket's ``error`` event with the failure's status instead, as an HTTP client gets a
+status rather than ``response.failed``. It never touches the transport: ``send`` receives each
+server message's bytes, in order, and the transport delivers them.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 from responses_gateway.errors import GatewayError, InternalError, InvalidRequestError
 from responses_gateway.ids import new_id
 from responses_gateway.loop import run_loop
-from responses_gateway.loop.events import LoopEvent, ResponseFinished, Sink
+from responses_gateway.loop.events import ItemStarted, LoopEvent, ResponseFinished, Sink
 from responses_gateway.loop.state import LoopState
 from responses_gateway.service import Gateway, PreparedRun
 from responses_gateway.sinks.websocket import WebSocketSink, encode_message, error_event
@@ -104,6 +107,42 @@ class _StreamSink:
     def emit(self, event: LoopEvent) -> None:
         if isinstance(event, ResponseFinished):
             self._on_finish()
+        self._inner.emit(event)
+
+
+class _Held:
+    """One response's messages, held until it commits (its first output item opens)."""
+
+    def __init__(self, send: Callable[[bytes], None]) -> None:
+        self._send = send
+        self._held: list[bytes] | None = []
+
+    @property
+    def committed(self) -> bool:
+        return self._held is None
+
+    def send(self, message: bytes) -> None:
+        if self._held is None:
+            self._send(message)
+        else:
+            self._held.append(message)
+
+    def commit(self) -> None:
+        held, self._held = self._held, None
+        for message in held or ():
+            self._send(message)
+
+
+class _CommitSink:
+    """Commits the held messages when the first output item opens, then forwards."""
+
+    def __init__(self, inner: Sink, held: _Held) -> None:
+        self._inner = inner
+        self._held = held
+
+    def emit(self, event: LoopEvent) -> None:
+        if isinstance(event, ItemStarted):
+            self._held.commit()
         self._inner.emit(event)
 
 
@@ -317,10 +356,19 @@ class Session:
                 sent.append(message)  # the start of the log, should the loop hand over
                 self._send(message)
 
-        sink = WebSocketSink(send, stream_id=stream_id, include_obfuscation=run.include_obfuscation)
+        held = _Held(send)
+        sink = WebSocketSink(
+            held.send, stream_id=stream_id, include_obfuscation=run.include_obfuscation
+        )
         try:
-            stream_sink = run.observe(_StreamSink(sink, lambda: self._free(key, task)))
+            stream_sink = run.observe(
+                _StreamSink(_CommitSink(sink, held), lambda: self._free(key, task))
+            )
             await run_loop(run.state, run.ctx, stream_sink, pause=pause)
+            if not held.committed and run.state.status == "failed" and run.ctx.failure:
+                self._error(run.ctx.failure, stream_id)  # its messages never leave
+                return
+            held.commit()
             if run.state.status == "in_progress" and self._hand_over is not None:
                 await self._hand_over(run, stream_id, sent)
         except Exception:  # the loop fails responses itself; this is a bug, not a request error

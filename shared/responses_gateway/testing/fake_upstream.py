@@ -1,21 +1,21 @@
 """The fake upstream model server: a Starlette app speaking the real OpenAI wire formats.
 
-Owns the rendering of a scripted :class:`~responses_gateway.testing.script.Turn` as a real
-Chat Completions answer (``POST /v1/chat/completions``, JSON or ``chat.completion.chunk`` SSE),
-a real Responses answer (``POST /v1/responses``, a ``Response`` object or the typed event
-stream) or a gpt-oss raw completion in harmony (``POST /v1/completions``, a ``text_completion``
-object or its chunks, the text from :mod:`responses_gateway.testing.harmony`, imported on that
-route only), plus ``GET /v1/models`` (with vLLM's ``max_model_len`` where a window is scripted),
-a tokenizer (one token per whitespace-separated word, the same count the default usage reports):
-vLLM's ``POST /tokenize`` (``messages`` or ``prompt``: ``count``), llama.cpp's ``POST /tokenize``
-(``content``: ``tokens``) and ``POST /apply-template``, the Responses ``POST
-/v1/responses/input_tokens``, and ``POST /v1/responses/compact`` (the user messages and one
-opaque ``compaction`` item, as a Responses upstream with native compaction answers). Every
-request is recorded on the :class:`~responses_gateway.testing.script.ScriptedUpstream` before it
-is answered. The shapes
-follow the ``openai`` SDK's types, including the awkward corners real servers produce (see the
-knobs on ``Turn``). It decides nothing about what to answer (the script and the demo model do)
-and never imports the gateway.
+Owns the rendering of a scripted :class:`~responses_gateway.testing.script.Turn` as a real Chat
+Completions answer (``POST /v1/chat/completions``, JSON or ``chat.completion.chunk`` SSE), a real
+Responses answer (``POST /v1/responses``, a ``Response`` object or the typed event stream) or a
+gpt-oss raw completion in harmony (``POST /v1/completions``, a ``text_completion`` object or its
+chunks, the text from :mod:`responses_gateway.testing.harmony`, imported on that route only), plus
+``GET /v1/models`` (with vLLM's ``max_model_len`` where a window is scripted), a tokenizer (one
+token per whitespace-separated word, the same count the default usage reports): vLLM's ``POST
+/tokenize`` (``messages`` or ``prompt``: ``count``), llama.cpp's ``POST /tokenize`` (``content``:
+``tokens``) and ``POST /apply-template``, the Responses ``POST /v1/responses/input_tokens``, and
+``POST /v1/responses/compact`` (the user messages and one opaque ``compaction`` item, as a Responses
+upstream with native compaction answers). Like OpenAI, the Responses route refuses a tool output
+whose ``call_id`` answers no call of the input (a 400 ``invalid_request_error`` before any event).
+Every request is recorded on the :class:`~responses_gateway.testing.script.ScriptedUpstream` before
+it is answered. The shapes follow the ``openai`` SDK's types, including the awkward corners real
+servers produce (see the knobs on ``Turn``). It decides nothing about what to answer (the script and
+the demo model do) and never imports the gateway.
 
 Simulated connection drops raise :class:`SimulatedDisconnect` inside the app: under uvicorn the
 connection is cut mid-body (the client sees ``httpx.RemoteProtocolError``), and in-process under
@@ -118,6 +118,11 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
         body, bad = await _read(request, script)
         if bad is not None:
             return bad
+        orphan = _orphan_call_id(body.get("input"))
+        if orphan is not None:  # as OpenAI answers it: the client's mistake, before any event
+            message = f"No tool call found for function call output with call_id {orphan}."
+            envelope = error_envelope(message, type="invalid_request_error", param="input")
+            return JSONResponse(envelope, status_code=400)
         turn = script.next_turn(body, "responses")
         if turn is None:
             return _exhausted()
@@ -302,6 +307,23 @@ async def _read(
     body, ok, peer = await _parse(request)
     script.record(request.method, request.url.path, _headers(request), body, peer=peer)
     return body, None if ok else _bad_json()
+
+
+def _orphan_call_id(items: Any) -> str | None:
+    """The ``call_id`` of the first tool output in ``items`` answering no call among them (an
+    ``*_output`` item), as OpenAI refuses it; None when every output has its call."""
+    if not isinstance(items, list):
+        return None
+    calls: set[str] = set()
+    for item in items:
+        if not isinstance(item, dict) or not isinstance(item.get("call_id"), str):
+            continue
+        if str(item.get("type", "")).endswith("_output"):
+            if item["call_id"] not in calls:
+                return str(item["call_id"])
+        else:
+            calls.add(item["call_id"])
+    return None
 
 
 def _http_error(turn: Turn, script: ScriptedUpstream) -> Response:

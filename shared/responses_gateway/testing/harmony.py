@@ -69,17 +69,21 @@ def _chat_view(encoding: Any, tokens: list[int], body: dict[str, Any]) -> dict[s
     messages: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
     response_format: dict[str, Any] | None = None
+    choice: Any = None
     for message in parsed:
         role = str(message.author.role.value)
         text = "".join(getattr(c, "text", "") for c in message.content)
         if role == "developer":
             tools += _tools(text)
             response_format = _response_format(text) or response_format
+            choice = _choice(text) or choice
         elif role == "tool":
             messages.append({"role": "tool", "content": text})
         elif role in ("user", "assistant"):
             messages.append({"role": role, "content": text})
     view: dict[str, Any] = {"messages": messages, "tools": tools}
+    if choice is not None:
+        view["tool_choice"] = choice
     if isinstance(body.get("max_tokens"), int):
         view["max_tokens"] = body["max_tokens"]
     if response_format is not None:
@@ -89,18 +93,33 @@ def _chat_view(encoding: Any, tokens: list[int], body: dict[str, Any]) -> dict[s
 
 def _response_format(developer: str) -> dict[str, Any] | None:
     """The ``# Response Formats`` section of a developer message as a chat ``response_format``
-    (its schema is the section's last line, JSON)."""
+    (its schema is the section's JSON line)."""
     _, found, section = developer.partition("# Response Formats")
     if not found:
         return None
     if "## json_object" in section:
         return {"type": "json_object"}
-    lines = [line for line in section.splitlines() if line.strip()]
-    try:
-        schema = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        schema = None
+    schema: Any = None
+    for line in reversed(section.splitlines()):  # the schema: the section's JSON line
+        try:
+            schema = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(schema, dict):
+            break
     return {"type": "json_schema", "json_schema": {"schema": schema}}
+
+
+_FORCED = re.compile(r"Call the function `(\w+)` now")
+
+
+def _choice(developer: str) -> Any:
+    """The ``tool_choice`` a developer message's instructions force, in chat terms (harmony
+    has no field for it: the gateway tells the model in words), or None."""
+    forced = _FORCED.search(developer)
+    if forced:
+        return {"type": "function", "function": {"name": forced[1]}}
+    return "required" if "Call one of the functions now" in developer else None
 
 
 _TOOL = re.compile(r"^type (\w+) = \((?:_: \{)?")

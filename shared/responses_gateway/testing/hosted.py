@@ -176,6 +176,7 @@ def shell_call(item_id: str, call_id: str, commands: list[str]) -> RelayedItem:
         "call_id": call_id,
         "status": "completed",
         "action": action,
+        "environment": {"type": "container_reference", "container_id": "cntr_1"},
     }
     events: list[dict[str, Any]] = []
     for index, command in enumerate(commands):

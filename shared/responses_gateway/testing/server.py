@@ -5,7 +5,9 @@ used for the fake upstream, the gateway app in end-to-end tests and the benchmar
 :func:`serve_fake_upstream` (the blocking server behind ``responses-gateway fake-upstream``).
 Readiness and shutdown are observed, never waited for with fixed sleeps: the listening socket is
 bound before the thread starts (so the port is known at once) and a ``threading.Event`` is set
-when uvicorn's startup finishes. It knows nothing about what the app serves.
+when uvicorn's startup finishes. It knows nothing about what the app serves; a test harness may
+wrap every app it serves (:func:`tapping`, how the end-to-end suites hold what gateways emit to
+the specs).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+from collections.abc import Callable, Iterator
 from types import TracebackType
 from typing import Literal
 
@@ -24,7 +27,20 @@ from responses_gateway.sockets.serving import LazyWebSocketProtocol
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream
 
-__all__ = ["RunningServer", "run_in_thread", "serve_fake_upstream"]
+__all__ = ["RunningServer", "run_in_thread", "serve_fake_upstream", "tapping"]
+
+_TAPS: list[Callable[[ASGIApp], ASGIApp]] = []
+
+
+@contextlib.contextmanager
+def tapping(wrap: Callable[[ASGIApp], ASGIApp]) -> Iterator[None]:
+    """While inside, every app :func:`run_in_thread` serves is served as ``wrap(app)`` (``wrap``
+    returns the app itself for apps it leaves alone)."""
+    _TAPS.append(wrap)
+    try:
+        yield
+    finally:
+        _TAPS.remove(wrap)
 
 
 class _ThreadServer(uvicorn.Server):
@@ -154,6 +170,8 @@ def run_in_thread(
         RuntimeError: the app failed to start (e.g. its lifespan startup raised).
         TimeoutError: startup did not finish within ``startup_timeout``.
     """
+    for wrap in _TAPS:
+        app = wrap(app)
     sock = _bind(host, port)
     real_port = int(sock.getsockname()[1])
     config = uvicorn.Config(

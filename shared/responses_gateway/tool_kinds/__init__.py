@@ -41,7 +41,7 @@ from responses_gateway.tool_kinds.table import (
     hosted_seen,
     item_id_prefix,
     kind_of,
-    runs_on_gateway,
+    lowered_owner,
     shown,
 )
 from responses_gateway.tool_kinds.view import (
@@ -52,6 +52,7 @@ from responses_gateway.tool_kinds.view import (
     allowed_tools_filter,
     hosted_tools_without_backend,
     lower_items,
+    mcp_choice_as_functions,
     tool_view,
 )
 
@@ -76,7 +77,8 @@ __all__ = [
     "item_id_prefix",
     "kind_of",
     "lower_items",
-    "runs_on_gateway",
+    "mcp_choice_as_functions",
+    "lowered_owner",
     "search_tools",
     "shown",
     "tool_view",

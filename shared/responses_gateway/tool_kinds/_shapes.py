@@ -199,8 +199,9 @@ def web_search_events(item: dict[str, Any], output_index: int) -> list[tuple[str
     ]
 
 
-def in_progress(item: dict[str, Any]) -> bool:
-    return item.get("status") == "in_progress"
+def by_backend(item: dict[str, Any]) -> str | None:
+    """A lowered hosted call is the gateway's: only a configured backend lowers the kind."""
+    return "backend"
 
 
 def fixed(schema: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
@@ -246,8 +247,22 @@ def shell_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
             "commands": _strings(parsed.get("commands")),
             "timeout_ms": _int_or_none(parsed.get("timeout_ms")),
             "max_output_length": _int_or_none(parsed.get("max_output_length")),
-        }
+        },
+        "environment": _shell_environment(exposed.tool.get("environment")),
     }
+
+
+def _shell_environment(declared: Any) -> dict[str, Any] | None:
+    """The ``environment`` a shell call reports (both specs require the key): where the tool
+    said its commands run (``local``, or a referenced container), else null (``container_auto``
+    or nothing: the client decides)."""
+    kind = _obj(declared).get("type")
+    if kind == "local":
+        return {"type": "local"}
+    container = _obj(declared).get("container_id")
+    if kind == "container_reference" and isinstance(container, str):
+        return {"type": "container_reference", "container_id": container}
+    return None
 
 
 def local_shell_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
@@ -290,8 +305,9 @@ def tool_search_fields(exposed: Exposed, arguments: str) -> dict[str, Any]:
     return {"arguments": _loads(arguments), "execution": execution}
 
 
-def server_search(item: dict[str, Any]) -> bool:
-    return item.get("execution") == "server"
+def server_search(item: dict[str, Any]) -> str | None:
+    """A lowered ``tool_search_call`` with server execution is the gateway's to answer."""
+    return "search" if item.get("execution") == "server" else None
 
 
 # item fields -> call arguments (replay)

@@ -28,6 +28,7 @@ from responses_gateway.tool_kinds._shapes import (
     apply_patch_arguments,
     apply_patch_fields,
     apply_patch_output,
+    by_backend,
     code_interpreter_arguments,
     code_interpreter_events,
     code_interpreter_fields,
@@ -56,7 +57,6 @@ from responses_gateway.tool_kinds._shapes import (
     image_generation_progress,
     image_generation_result,
     image_generation_seen,
-    in_progress,
     local_shell_fields,
     no_events,
     no_progress,
@@ -92,7 +92,7 @@ __all__ = [
     "hosted_seen",
     "item_id_prefix",
     "kind_of",
-    "runs_on_gateway",
+    "lowered_owner",
     "shown",
 ]
 
@@ -166,9 +166,10 @@ class ToolKind:
     """(call item, output index) -> the events between its ``added`` and ``done``."""
     id_prefix: str = "item"
     """The prefix of the ids the gateway gives its call items."""
-    gateway_runs: Callable[[dict[str, Any]], bool] = lambda item: False
-    """Whether the gateway itself runs a call item of this kind on a lowering wire (it stays
-    ``in_progress`` until :func:`run_on_gateway` answered it)."""
+    gateway_runner: Callable[[dict[str, Any]], str | None] = lambda item: None
+    """Who of the gateway runs a call item of this kind that it made from a lowered function
+    call (``backend``: a hosted kind's configured backend; ``search``: a server tool search),
+    or None: the client does (see :func:`lowered_owner`)."""
     backend: Backend | None = None
     """A hosted kind an operator may give a backend: how it is called and answered."""
     cut_off: str = "incomplete"
@@ -266,7 +267,7 @@ KINDS: tuple[ToolKind, ...] = (
         arguments=tool_search_arguments,
         output_text=tool_search_output,
         id_prefix="tsc",
-        gateway_runs=server_search,
+        gateway_runner=server_search,
     ),
     ToolKind(
         "web_search",
@@ -284,7 +285,7 @@ KINDS: tuple[ToolKind, ...] = (
         arguments=web_search_arguments,
         events=web_search_events,
         id_prefix="ws",
-        gateway_runs=in_progress,
+        gateway_runner=by_backend,
         backend=Backend(
             "query",
             web_search_query,
@@ -292,6 +293,7 @@ KINDS: tuple[ToolKind, ...] = (
             web_search_seen,
             gated=(("web_search_call.action.sources", ("action", "sources")),),
         ),
+        cut_off="failed",  # both specs' web_search_call status has no incomplete
     ),
     ToolKind(
         "file_search",
@@ -304,7 +306,7 @@ KINDS: tuple[ToolKind, ...] = (
         arguments=file_search_arguments,
         events=file_search_events,
         id_prefix="fs",
-        gateway_runs=in_progress,
+        gateway_runner=by_backend,
         backend=Backend(
             "query",
             file_search_query,
@@ -324,7 +326,7 @@ KINDS: tuple[ToolKind, ...] = (
         arguments=code_interpreter_arguments,
         events=code_interpreter_events,
         id_prefix="ci",
-        gateway_runs=in_progress,
+        gateway_runner=by_backend,
         backend=Backend(
             "code",
             code_of,
@@ -344,7 +346,7 @@ KINDS: tuple[ToolKind, ...] = (
         arguments=image_generation_arguments,
         events=image_generation_events,
         id_prefix="ig",
-        gateway_runs=in_progress,
+        gateway_runner=by_backend,
         backend=Backend(
             "prompt",
             prompt_of,
@@ -462,7 +464,12 @@ def exposed_for(kind: ToolKind, name: str | None, namespace: str | None) -> str:
     return kind.fixed_name or name or kind.name
 
 
-def runs_on_gateway(item: dict[str, Any]) -> bool:
-    """Whether ``item`` is a call the gateway runs itself (a server ``tool_search_call``)."""
+def lowered_owner(item: dict[str, Any]) -> str:
+    """Who runs a call item the gateway made from a lowered function call (a lowering wire's
+    model called a built-in or hosted tool): ``backend`` or ``search`` (the gateway), else
+    ``client``. Decided once, when the item is made; items a Responses upstream relays are never
+    asked (they are the upstream's)."""
     kind = ITEM_KINDS.get(str(item.get("type")))
-    return kind is not None and item.get("type") == kind.item_type and kind.gateway_runs(item)
+    if kind is None or item.get("type") != kind.item_type:
+        return "client"
+    return kind.gateway_runner(item) or "client"

@@ -34,6 +34,7 @@ __all__ = [
     "declared_tools",
     "hosted_tools_without_backend",
     "lower_items",
+    "mcp_choice_as_functions",
     "tool_view",
 ]
 
@@ -202,6 +203,32 @@ def _lower_choice(choice: Any, backed: frozenset[str]) -> Any:
     if kind_name == "mcp":
         return "required"
     return "auto"
+
+
+def mcp_choice_as_functions(choice: Any, offered: Iterable[str]) -> Any:
+    """``tool_choice`` for a Responses upstream, which sees the gateway's MCP tools as the
+    functions it was ``offered`` (``<label>__<tool>``): a forced MCP tool becomes its function,
+    a forced MCP server ``required``, and an ``allowed_tools`` entry naming a server becomes its
+    functions. Every other choice passes as sent."""
+    if not isinstance(choice, Mapping):
+        return choice
+    if choice.get("type") == "mcp":
+        name = choice.get("name")
+        label = str(choice.get("server_label"))
+        return {"type": "function", "name": exposed_name(label, str(name))} if name else "required"
+    if choice.get("type") != "allowed_tools" or not isinstance(choice.get("tools"), list):
+        return choice
+    entries: list[Any] = []
+    for entry in choice["tools"]:
+        if not isinstance(entry, Mapping) or entry.get("type") != "mcp":
+            entries.append(entry)
+        elif entry.get("name"):
+            name = exposed_name(str(entry.get("server_label")), str(entry["name"]))
+            entries.append({"type": "function", "name": name})
+        else:
+            prefix = f"{entry.get('server_label')}__"
+            entries += [{"type": "function", "name": n} for n in offered if n.startswith(prefix)]
+    return {**choice, "tools": entries}
 
 
 # --------------------------------------------------------------------------- replay

@@ -22,14 +22,17 @@ CLIENT_ID_HEADERS = (
     ("client_request_id", ("x-client-request-id",)),
     ("trace_id", ("x-trace-id", "openai-trace-id")),
     ("originator", ("originator",)),
+    ("safety_identifier", ()),
 )
-"""Request-log client id fields, and the request headers (first found wins) that carry them."""
+"""Request-log client id fields, and the request headers (first found wins) that carry them
+(``safety_identifier``: the create field only, the end user's id the client gives)."""
 _MAX_ID = 200
 
 
 def client_ids(metadata: Iterable[Any], headers: Any) -> dict[str, str]:
     """The client's ids (Codex ``session_id``/``thread_id``/``turn_id``, a request id, a trace
-    id) from the request's ``client_metadata``/``metadata`` (string values) and headers
+    id, the end user's ``safety_identifier``) from the request's ``client_metadata``/``metadata``
+    (string values; the caller adds ``{"safety_identifier": ...}`` from the body) and headers
     (``headers.get``); the body wins over headers, long values are cut to 200 characters."""
     found: dict[str, str] = {}
     for name, header_names in CLIENT_ID_HEADERS:
