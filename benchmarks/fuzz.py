@@ -422,6 +422,10 @@ def side_of(operation: str, where: str) -> str:
 # --------------------------------------------------------------------------- the fuzzer
 
 
+def _url_safe(ident: Any) -> bool:
+    return isinstance(ident, str) and re.fullmatch(r"[A-Za-z0-9_.-]+", ident) is not None
+
+
 class IdPool:
     """Ids the gateway handed out during the run, offered back in later requests."""
 
@@ -432,10 +436,12 @@ class IdPool:
         self.items: list[tuple[str, str]] = []
 
     def harvest(self, body: Any, path_parameters: dict[str, Any]) -> None:
+        """Keep the ids of an answer (only URL-safe ones: an id a client chose may hold ``#``
+        or ``/``, which would make another URL of it)."""
         if not isinstance(body, dict):
             return
         kind, ident = body.get("object"), body.get("id")
-        if isinstance(ident, str):
+        if _url_safe(ident):
             if kind == "response" and ident not in self.responses[-200:]:
                 self.responses.append(ident)
             elif kind == "conversation" and ident not in self.conversations[-200:]:
@@ -443,7 +449,7 @@ class IdPool:
         conversation = path_parameters.get("conversation_id")
         if kind == "list" and isinstance(conversation, str):
             for item in body.get("data") or []:
-                if isinstance(item, dict) and isinstance(item.get("id"), str):
+                if isinstance(item, dict) and _url_safe(item.get("id")):
                     self.items.append((conversation, item["id"]))
         del self.responses[:-500], self.conversations[:-500], self.items[:-500]
 

@@ -280,6 +280,9 @@ OPTIONAL_IN_SDK = {
          "input[0].action.type", "invalid_value"),
         ({"type": "tool_search_output", "tools": [{"type": "shell", "environment": []}]},
          "input[0].tools[0].environment", "invalid_type"),
+        ({"type": "local_shell_call", "id": "ls", "call_id": "c", "status": "completed",
+          "action": {"type": "exec", "command": ["ls"], "env": {}, "working_directory": 1}},
+         "input[0].action.working_directory", "invalid_type"),
         ({"type": "function_call_output", "call_id": "c",
           "output": [{"type": "input_file", "file_url": None}]},
          "input[0].output[0].file_url", "invalid_type"),
@@ -320,6 +323,19 @@ def test_parse_create_request_hosted_tool_fields_typed(
     with pytest.raises(InvalidRequestError) as caught:
         parse_create_request(_body(tools=[tool]))
     assert (caught.value.param, caught.value.code) == (param, code)
+
+
+def test_parse_create_request_allowed_tools_choice_names_tools_as_tools_do() -> None:
+    choice = {
+        "type": "allowed_tools",
+        "mode": "auto",
+        "tools": [{"type": "function", "name": None}],
+    }
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(tool_choice=choice))
+    assert (caught.value.param, caught.value.code) == ("tool_choice.tools[0].name", "invalid_type")
+    named = {**choice, "tools": [{"type": "function", "name": "f"}, {"type": "image_generation"}]}
+    assert echo_fields(parse_create_request(_body(tool_choice=named)))["tool_choice"] == named
 
 
 def test_parse_create_request_hosted_tools_keep_what_clients_send() -> None:

@@ -56,6 +56,17 @@ class _Point(Lenient):
     y: int
 
 
+class LocalShellAction(Lenient):
+    """A ``local_shell_call``'s ``exec`` action, as the SDK types it."""
+
+    type: Literal["exec"]
+    command: list[str]
+    env: dict[str, str]
+    timeout_ms: int | None = None
+    user: str | None = None
+    working_directory: str | None = None
+
+
 COMPUTER_ACTION_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "click": {
         "button": (Literal["left", "right", "wheel", "back", "forward"], R),
@@ -159,7 +170,7 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "local_shell_call": {
         "id": (str, R),
         "call_id": (str, R),
-        "action": (Obj, R),
+        "action": (LocalShellAction, R),
         "status": (ItemStatus, R),
     },
     "local_shell_call_output": {  # the SDK names its call by ``id``; clients also use call_id

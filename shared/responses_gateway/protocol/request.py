@@ -172,11 +172,12 @@ class McpToolChoice(_Lenient):
 
 
 class AllowedToolsChoice(_Lenient):
-    """``{"type":"allowed_tools","mode":"auto"|"required","tools":[...]}``."""
+    """``{"type":"allowed_tools","mode":"auto"|"required","tools":[...]}``: the tools named as
+    ``tools`` entries are (a function's ``name``, an MCP server's ``server_label``...)."""
 
     type: Literal["allowed_tools"]
     mode: Literal["auto", "required"]
-    tools: list[dict[str, Any]]
+    tools: list[Tool]
 
 
 class OpaqueToolChoice(_Lenient):
