@@ -387,7 +387,35 @@ def test_parse_create_request_mcp_connector_id_accepted() -> None:
     ],
 )
 def test_parse_create_request_tool_choice_forms_accepted_and_echoed(choice: Any) -> None:
-    assert echo_fields(parse_create_request(_body(tool_choice=choice)))["tool_choice"] == choice
+    tools = [{"type": "function", "name": "f"}]
+    parsed = parse_create_request(_body(tool_choice=choice, tools=tools))
+    assert echo_fields(parsed)["tool_choice"] == choice
+
+
+@pytest.mark.parametrize("tools", [[], [{"type": "function", "name": "g"}, {"type": "web_search"}]])
+def test_parse_create_request_a_function_choice_the_request_does_not_offer_is_refused(
+    tools: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(tool_choice={"type": "function", "name": "f"}, tools=tools))
+    assert (caught.value.param, caught.value.code) == ("tool_choice", "invalid_value")
+
+
+@pytest.mark.parametrize(
+    ("tools", "items"),
+    [
+        ([{"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]}], []),
+        ([{"type": "tool_search"}], []),
+        ([], [{"type": "additional_tools", "role": "developer",
+               "tools": [{"type": "function", "name": "f"}]}]),
+    ],
+)  # fmt: skip
+def test_parse_create_request_a_function_offered_elsewhere_may_be_chosen(
+    tools: list[dict[str, Any]], items: list[dict[str, Any]]
+) -> None:
+    body = _body(tool_choice={"type": "function", "name": "f"}, tools=tools)
+    body["input"] = [*items, {"role": "user", "content": "hi"}]
+    assert parse_create_request(body).tool_choice is not None
 
 
 def test_parse_create_request_raw_json_bytes_same_as_dict() -> None:

@@ -140,23 +140,47 @@ def _str_or_list(value: Any) -> str | None:
 # --------------------------------------------------------------------------- input content parts
 
 
-class InputTextPart(_Lenient):
+def _not_null(value: Any) -> Any:
+    """A field that may be left out but never sent as null (OpenAI's spec has no null for it)."""
+    if value is None:
+        raise PydanticCustomError("invalid_type", "a string")
+    return value
+
+
+def _object_not_null(value: Any) -> Any:
+    if value is None:
+        raise PydanticCustomError("invalid_type", "an object")
+    return value
+
+
+class _InputPart(_Lenient):
+    """What every input content part may carry."""
+
+    prompt_cache_breakpoint: dict[str, Any] | None = None
+
+    @field_validator("prompt_cache_breakpoint", mode="before")
+    @classmethod
+    def _breakpoint_not_null(cls, value: Any) -> Any:
+        return _object_not_null(value)
+
+
+class InputTextPart(_InputPart):
     """``{"type":"input_text","text"}``."""
 
     type: Literal["input_text"]
     text: str
 
 
-class InputImagePart(_Lenient):
+class InputImagePart(_InputPart):
     """``{"type":"input_image","image_url"|"file_id","detail"}``."""
 
     type: Literal["input_image"]
     image_url: str | None = None
     file_id: str | None = None
-    detail: str | None = None
+    detail: Literal["low", "high", "auto", "original"] | None = None
 
 
-class InputFilePart(_Lenient):
+class InputFilePart(_InputPart):
     """``{"type":"input_file","file_id"|"file_data"|"file_url","filename"}`` (only ``file_id``
     may be null, as OpenAI's spec has it)."""
 
@@ -168,10 +192,8 @@ class InputFilePart(_Lenient):
 
     @field_validator("file_data", "file_url", "filename", mode="before")
     @classmethod
-    def _not_null(cls, value: Any) -> Any:
-        if value is None:
-            raise PydanticCustomError("invalid_type", "a string")
-        return value
+    def _strings_not_null(cls, value: Any) -> Any:
+        return _not_null(value)
 
 
 ANNOTATION_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
@@ -304,6 +326,7 @@ class MessageItem(_Lenient):
     content: MessageContent
     id: str | None = None
     status: ItemStatus | None = None
+    phase: Literal["commentary", "final_answer"] | None = None
 
 
 class FunctionCallItem(_Lenient):

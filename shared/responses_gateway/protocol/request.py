@@ -375,6 +375,38 @@ class CreateResponseRequest(_Lenient):
         one_history_source(self.previous_response_id, self.conversation)
         return self
 
+    @model_validator(mode="after")
+    def _chosen_function_offered(self) -> CreateResponseRequest:
+        chosen_function_offered(self.tool_choice, self.tools, self.input)
+        return self
+
+
+_TOOLS_FROM_ELSEWHERE = frozenset({"namespace", "tool_search"})
+"""Tool types through which a function may be offered without its name in ``tools``."""
+_ITEMS_OFFERING_TOOLS = frozenset({"additional_tools", "tool_search_output"})
+
+
+def chosen_function_offered(choice: Any, tools: Any, items: Any) -> None:
+    """Refuse a ``tool_choice`` naming a function the request does not offer (OpenAI answers
+    400 too): nothing could satisfy it. Functions that may come from elsewhere (a namespace, a
+    tool search, tools an input item offers) are not second-guessed."""
+    if not isinstance(choice, FunctionToolChoice):
+        return
+    offered = list(tools or ())
+    if any(getattr(tool, "type", None) in _TOOLS_FROM_ELSEWHERE for tool in offered):
+        return
+    if isinstance(items, list) and any(
+        getattr(item, "type", None) in _ITEMS_OFFERING_TOOLS for item in items
+    ):
+        return
+    if choice.name not in {tool.name for tool in offered if isinstance(tool, FunctionTool)}:
+        raise _custom(
+            "invalid_value",
+            f"Invalid value for 'tool_choice': no function named '{choice.name}' is among the "
+            "request's tools.",
+            "tool_choice",
+        )
+
 
 def check_metadata(value: dict[str, str]) -> dict[str, str]:
     """``metadata`` within OpenAI's limits (16 pairs, keys <= 64, values <= 512 characters),
