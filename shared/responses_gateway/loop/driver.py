@@ -163,6 +163,10 @@ class LoopContext:
     (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
     deployments: list[str] = field(default_factory=list)
     """The deployment that answered each model call of this run, in order (routed models)."""
+    failed_attempts: list[dict[str, Any]] = field(default_factory=list)
+    """Each failed attempt of a routed model call, in order: ``{"deployment", "model",
+    "kind", "status"}`` (the upstream's HTTP status when it sent one; the request log keeps
+    them)."""
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Run when :func:`run_loop` returns or raises (closing the run's MCP sessions)."""
 
@@ -412,6 +416,15 @@ async def _call_routed(
                 as_context_length(error), streamed=len(state.output) > state.turn_start
             )
             await router.failed(target, failure, attempts)
+            ctx.failed_attempts.append(
+                {
+                    "deployment": target.deployment.id,
+                    "model": attempts.model,
+                    "kind": failure.kind,
+                    "status": getattr(failure.error, "upstream_status", None)
+                    or failure.error.status_code,
+                }
+            )
             verdict = decide_after_llm_failure(
                 attempts, failure, policy, router.siblings_left(attempts)
             )
