@@ -161,7 +161,24 @@ class ConsolePage:
     errors: list[str] = field(default_factory=list)
 
     def open(self, hash_: str) -> None:
-        self.page.evaluate("h => { location.hash = h; }", hash_)
+        """Go to ``hash_`` (a page that is open already is reloaded), then wait for nothing:
+        :meth:`wait_ready` waits for the page to have rendered."""
+        self.page.evaluate(
+            "h => { delete document.getElementById('page').dataset.ready;"
+            " if (location.hash === h) { dispatchEvent(new HashChangeEvent('hashchange')); }"
+            " else { location.hash = h; } }",
+            hash_,
+        )
+
+    def pick_tenant(self, tenant: str) -> None:
+        """An operator's tenant picker set to ``tenant`` (the current page reloads)."""
+        self.page.evaluate("() => { delete document.getElementById('page').dataset.ready; }")
+        self.page.select_option("#tenant-pick", tenant)
+
+    def fits(self, width: int) -> None:
+        """No horizontal overflow: the page is no wider than the viewport."""
+        scroll = self.page.evaluate("document.documentElement.scrollWidth")
+        assert scroll <= width, f"the page is {scroll} px wide at {width} px"
 
     def wait_ready(self, name: str) -> None:
         try:
@@ -193,7 +210,7 @@ def console(browser: Browser, console_stack: ConsoleStack) -> Iterator[Any]:
         page.goto(f"{console_stack.gateway.url}/console/")
         page.fill("#api-key", KEYS[who])
         page.click("#signin-form button[type=submit]")
-        page.wait_for_selector('#page[data-ready="requests"]')
+        page.wait_for_selector('#page[data-ready="overview"]')  # the landing page
         pages.append(tab)
         return tab
 
