@@ -211,15 +211,24 @@ def console(browser: Browser, console_stack: ConsoleStack) -> Iterator[Any]:
     contexts: list[Any] = []
     pages: list[ConsolePage] = []
 
-    def open_console(who: str, *, width: int = 1280, height: int = 800) -> ConsolePage:
+    def open_console(
+        who: str,
+        *,
+        width: int = 1280,
+        height: int = 800,
+        base: str | None = None,
+        key: str | None = None,
+    ) -> ConsolePage:
+        """A tab signed in as ``who`` (or with ``key``) on the stack's gateway (or ``base``)."""
+        url = base or console_stack.gateway.url
         context = browser.new_context(viewport={"width": width, "height": height})
         contexts.append(context)
         page = context.new_page()
-        tab = ConsolePage(page, console_stack.gateway.url)
+        tab = ConsolePage(page, url)
         page.on("console", lambda m: _console_error(tab, m))
         page.on("pageerror", lambda exc: tab.errors.append(str(exc)))
-        page.goto(f"{console_stack.gateway.url}/console/")
-        page.fill("#api-key", KEYS[who])
+        page.goto(f"{url}/console/")
+        page.fill("#api-key", key or KEYS[who])
         page.click("#signin-form button[type=submit]")
         page.wait_for_selector('#page[data-ready="overview"]')  # the landing page
         pages.append(tab)
