@@ -97,10 +97,10 @@ async def test_metrics_rows_hold_counters_of_responses_and_refusals(
             "s:completed": 2,
             "s:failed": 1,
             "s:refused": 5,  # the one written and the four its gate dropped
-            "l:120": 2,
-            "l:1200": 1,
+            "l:117": 2,  # 120 ms, binned
+            "l:1217": 1,  # 1234 ms
             "l:3": 1,
-            "t:40": 4,
+            "t:38": 4,  # 40 ms
             "d:d1": 1,
             "d:d2": 1,
             "x:d1": 1,
