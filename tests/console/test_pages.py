@@ -140,6 +140,7 @@ def test_every_page_with_data_fits_and_logs_no_error(
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_page_without_data_says_what_to_do(console: Any, width: int, shots: Any) -> None:
     tab = console("quiet", width=width, height=900)
+    assert tab.page.inner_text("#who").split() == ["quiet", "Sign", "out"]
     for name, hash_, ready, says in EMPTY:
         tab.open(hash_)
         tab.wait_ready(ready)

@@ -395,3 +395,26 @@ def test_console_json_is_compressed(served: Served) -> None:
         )
     assert big.headers["content-encoding"] == "gzip"  # httpx decoded it
     assert big.json()["object"] == "gateway.overview"
+
+
+def test_an_operator_picks_tenants_seen_lately_refused_keys_included(served: Served) -> None:
+    with served.http() as http:
+        assert http.post("/v1/responses", json={"model": "nope", "input": "x"}).status_code == 404
+        assert http.get("/v1/console/tenants").json()["data"] == [served.tenant]
+    with served.http("sk-not-a-key") as stranger:
+        assert (
+            stranger.post("/v1/responses", json={"model": MODEL, "input": "x"}).status_code == 401
+        )
+    with served.http("sk-ops") as ops:
+        tenants = ops.get("/v1/console/tenants").json()["data"]
+    assert served.tenant in tenants and "ops" in tenants
+    assert tenants[-1] == "(unauthenticated)"  # refused for their key, listed last
+
+
+def test_the_model_list_is_the_configurations(served: Served, stack: Stack) -> None:
+    assert stack.config is not None
+    with served.http() as http:
+        listed = http.get("/v1/console/models").json()
+    names = {m["id"] for m in listed["data"]}
+    assert names == {model for p in stack.config.providers for model in p.models}
+    assert listed["any_name"] is any(p.catch_all for p in stack.config.providers)

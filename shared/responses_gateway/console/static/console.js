@@ -189,10 +189,11 @@ const ROUTES = [
 ];
 
 function renderWho() {
-  who.replaceChildren(
+  who.replaceChildren(...[
     el("span", { class: "me", text: `${state.me.tenant}${isOperator() ? " (operator)" : ""}` }),
     isOperator() ? tenantPicker() : null,
-    el("button", { type: "button", text: "Sign out", onclick: () => signOut() }));
+    el("button", { type: "button", text: "Sign out", onclick: () => signOut() }),
+  ].filter(Boolean));
 }
 
 let routing = null;

@@ -97,7 +97,7 @@ function render(body, o) {
   const spec = { starts, width: o.width };
   const cards = [
     card("Requests", rate(t.rate_per_min), `${int(t.requests)} in all`,
-      { ...spec, kind: "bar", format: (v) => v.toFixed(v < 10 ? 1 : 0) },
+      { ...spec, kind: "bar", format: (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1)) },
       [{ label: "requests/min", values: o.buckets.map(perMin) }]),
     card("Error rate", pct(t.error_rate), `${int(t.errors)} failed or refused`,
       { ...spec, kind: "line", format: (v) => `${Math.round(100 * v)}%` },
