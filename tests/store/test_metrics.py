@@ -9,6 +9,7 @@ from decimal import Decimal
 
 import pytest
 
+from responses_gateway.store import _ledger
 from responses_gateway.store.base import Store, UsageCounts, UsageEntry
 from responses_gateway.store.dynamo import DynamoStore
 from responses_gateway.usage.metrics import entry_stats
@@ -158,29 +159,32 @@ async def test_usage_report_rows_keep_only_responses(store: Store, tenant: str) 
 async def test_a_status_filter_finds_refusals_across_the_whole_log(
     store: Store, tenant: str
 ) -> None:
-    # The request log of issue #30: 325 records, two refused ones among the oldest.
-    for i in range(325):
+    # As issue #30's log: two refused records among the oldest, past the newest page of 100.
+    for i in range(150):
         status = "refused" if i in (3, 10) else "completed"
         await write(store, logged(tenant, f"r{i:03d}", (T0 + i) * 1000, status=status))
     page = await store.list_requests(
         tenant, limit=100, query=RequestQuery(statuses=frozenset({"refused"}))
     )
     assert [e.response_id for e in page.entries] == ["r010", "r003"]
-    assert page.next_cursor is None and page.examined == 325
+    assert page.next_cursor is None and page.examined == 150
     unfiltered = await store.list_requests(tenant, limit=100)
     assert len(unfiltered.entries) == 100 and unfiltered.next_cursor is not None
 
 
 async def test_a_filtered_read_stops_after_its_scan_and_goes_on_from_its_cursor(
-    store: Store, tenant: str
+    store: Store, tenant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    total = REQUEST_SCAN + 20
+    scan = 60  # REQUEST_SCAN's role, smaller: the same paging with fewer writes
+    assert REQUEST_SCAN == 1000
+    monkeypatch.setattr(_ledger, "REQUEST_SCAN", scan)
+    total = scan + 20
     for i in range(total):
         model = "rare" if i in (0, 5) else "common"
         await write(store, logged(tenant, f"r{i:05d}", (T0 + i) * 1000, model=model))
     query = RequestQuery(model="rare")
     first = await store.list_requests(tenant, limit=50, query=query)
-    assert first.entries == [] and first.examined == REQUEST_SCAN
+    assert first.entries == [] and first.examined == scan
     assert first.next_cursor is not None  # searched this far
     rest = await store.list_requests(tenant, before=first.next_cursor, limit=50, query=query)
     assert [e.response_id for e in rest.entries] == ["r00005", "r00000"]
