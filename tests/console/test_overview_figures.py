@@ -40,10 +40,11 @@ from responses_gateway.testing.server import RunningServer, run_in_thread
 
 from .conftest import ConsolePage
 
-DELAYS = {40: 8, 80: 18, 160: 4, 320: 5, 640: 5}
+DELAYS = {40: 68, 80: 22, 160: 3, 320: 4, 640: 3}
 """Upstream delay in ms -> how many streamed requests wait that long. With the 8 fast failures
-and refusals the percentiles' ranks (p50, p95, p99 of 48 latencies and of 40 times to first
-token) fall inside a group, where one slow outlier does not move them."""
+and refusals the percentiles' ranks (p50, p95, p99 of 108 latencies and of 100 times to first
+token) fall inside a group and never on its edge or the maximum, where one slow outlier on the
+client's side (this machine is shared) would move them."""
 FAILED = 4
 REFUSED = 4
 PRICE = {"input": Decimal("0.5"), "cached_input": Decimal("0.25"), "output": Decimal("1.5")}
@@ -247,7 +248,8 @@ def _check_page(console: Any, rig: Rig, overview: dict[str, Any]) -> None:
         name: tab.page.locator(f'.card[aria-label="{name}"] .big').inner_text()
         for name in ("Requests", "Error rate", "Latency", "Time to first token")
     }
-    assert figure["Error rate"] == f"{round(100 * totals['error_rate'])}%"  # 8 of 48: 17%
+    rate = totals["error_rate"]
+    assert figure["Error rate"] == (f"{100 * rate:.1f}%" if rate < 0.1 else f"{100 * rate:.0f}%")
     assert tab.page.locator('.card[aria-label="Requests"] .muted').inner_text() == (
         f"{totals['requests']} in all"
     )
