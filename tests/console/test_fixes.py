@@ -7,6 +7,7 @@ their error and HTTP status. Each test failed on the console before the fix."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +23,7 @@ from responses_gateway.store.base import UsageCounts, UsageEntry
 from responses_gateway.store.sqlite import SqliteStore
 from responses_gateway.tenancy import KEYS_FILE_ENV
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
-from responses_gateway.testing.script import ScriptedUpstream, Turn, Usage
+from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn, Usage
 from responses_gateway.testing.server import RunningServer, run_in_thread
 
 from .conftest import KEYS, MODEL, ConsolePage, ConsoleStack, ensure_chromium
@@ -281,3 +282,47 @@ def test_a_failed_response_shows_its_error_and_the_clients_http_status(
     alert = tab.page.inner_text("div.alert")
     assert "HTTP 424" in alert and answer.json()["error"]["message"] in alert
     tab.shot("response-failed")
+
+
+def test_the_playground_answers_a_function_call_by_hand(stack: ConsoleStack, console: Any) -> None:
+    stack.upstream.push(
+        Turn(tool_calls=[ToolCall("lookup", '{"q":"answer"}', "call_7")], usage=Usage(9, 4)),
+        Turn(text="The answer is 42.", usage=Usage(15, 6)),
+    )
+    tool = {"type": "function", "name": "lookup", "parameters": {"type": "object"}}
+    tab = console("alpha")
+    tab.open("#/playground")
+    tab.wait_ready("playground")
+    tab.page.fill("input[name=model]", MODEL)
+    tab.page.fill("textarea[name=input]", "look it up")
+    tab.page.fill("textarea[name=tools]", json.dumps([tool]))
+    tab.page.click("form.playground button[type=submit]")
+    tab.wait_ready("played")
+    answer = tab.page.locator('form.call[data-call="call_7"]')
+    assert 'lookup({"q":"answer"})' in answer.inner_text()
+    answer.locator("textarea").fill("42")
+    tab.page.evaluate("() => { delete document.getElementById('page').dataset.ready; }")
+    answer.get_by_role("button", name="Send output").click()
+    tab.wait_ready("played")
+    assert tab.page.inner_text("#play-text") == "The answer is 42."
+    sent = stack.upstream.model_requests()[-1].json["messages"]
+    assert {"role": "tool", "tool_call_id": "call_7", "content": "42"}.items() <= sent[-1].items()
+    tab.shot("playground-function-call")
+
+
+def test_the_playground_polls_a_background_response_to_its_end(
+    stack: ConsoleStack, console: Any
+) -> None:
+    stack.upstream.push(Turn(text="Done in the background.", usage=Usage(5, 4)))
+    tab = console("alpha")
+    tab.open("#/playground")
+    tab.wait_ready("playground")
+    tab.page.fill("input[name=model]", MODEL)
+    tab.page.fill("textarea[name=input]", "take your time")
+    tab.page.fill("textarea[name=tools]", "")
+    tab.page.uncheck("input[name=stream]")
+    tab.page.check("input[name=background]")
+    tab.page.click("form.playground button[type=submit]")
+    tab.wait_ready("played")
+    assert tab.page.inner_text("#play-status").startswith("completed")
+    assert tab.page.inner_text("#play-text") == "Done in the background."

@@ -12,7 +12,7 @@ runs in a worker thread). Keys listed in ``GATEWAY_API_KEYS`` are configuration 
 administered here. A key's value is in the create answer only, never in a listing or a log
 line. A listing marks the key the request was signed with (``current``), which cannot revoke
 itself, and says when each key was created and last used (the hour of its newest request in the
-ledger's hour rows of the last 31 days). Budgets are read and written through
+ledger's hour rows of the last 7 days: one Query per day). Budgets are read and written through
 :class:`~responses_gateway.store.base.LedgerStore`; when the gateway does not enforce them, the
 answer says so and how to turn enforcement on.
 """
@@ -62,7 +62,7 @@ ENFORCE_HINT = (
     "restart the gateway."
 )
 """What a budget answer says when the configuration enforces none."""
-_LAST_USED_DAYS = 31
+_LAST_USED_DAYS = 7
 
 
 def key_admin_of(request: Request) -> Any:
@@ -153,7 +153,13 @@ async def list_keys(request: Request) -> dict[str, Any]:
     require_operator(request)
     admin = key_admin_of(request)
     tenant = request.query_params.get("tenant") or None
-    found, used = await asyncio.gather(admin_call(admin, "list", tenant), _last_used(request))
+    reading = asyncio.ensure_future(_last_used(request))  # beside the listing
+    try:
+        found = await admin_call(admin, "list", tenant)
+    except BaseException:
+        reading.cancel()  # no ledger read outlives a failed listing
+        raise
+    used = await reading
     current = identity_of(request).api_key_id
     return {"object": "list", "data": [_key_json(info, current, used) for info in found]}
 

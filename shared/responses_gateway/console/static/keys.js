@@ -80,7 +80,7 @@ function keysSection() {
     return el("tr", { "data-id": k.id, class: k.current ? "current" : null },
       td(el("span", { class: "id", title: k.id, text: k.id }), "clip"), td(k.tenant, "clip"), td(k.name || "", "wide clip"),
       td(k.created_at ? utc(k.created_at).slice(0, 16) : "–", "wide"),
-      td(k.last_used_at ? `${utc(k.last_used_at).slice(0, 13)}h` : "not in 31 days", "wide"),
+      td(k.last_used_at ? `${utc(k.last_used_at).slice(0, 13)}h` : "not in 7 days", "wide"),
       td(k.enabled ? "" : "disabled", "wide"), td(revoke));
   };
   const load = async () => {
