@@ -71,7 +71,7 @@ export function ms(value) {
 export function usd(value) {
   const n = Number(value || 0);
   if (n === 0) return "$0";
-  if (n < 0.01) return `$${n.toPrecision(2)}`;
+  if (n < 1) return `$${Number(n.toPrecision(3))}`;  // three significant digits of small sums
   return `$${n.toFixed(n < 100 ? 2 : 0)}`;
 }
 export const pct = (rate) => (rate === null || rate === undefined ? "–" : `${(100 * rate).toFixed(rate < 0.1 ? 1 : 0)}%`);

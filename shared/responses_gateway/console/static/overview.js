@@ -17,7 +17,7 @@ function rate(perMinute) {
   return `${(perMinute * 60).toFixed(perMinute * 60 >= 10 ? 0 : 1)}/h`;
 }
 
-const tickUsd = (v) => (v > 0 && v < 0.01 ? `$${v.toExponential(0)}` : usd(v));
+const tickUsd = (v) => (v === 0 ? "$0" : `$${Number(v.toPrecision(2))}`);
 
 function card(title, figure, detail, spec, series) {
   const chart = el("div", { class: "chart", role: "img", "aria-label": `${title} per bucket` });
