@@ -218,7 +218,7 @@ def _signed_in(browser: object, url: str, key: str) -> tuple[object, float]:
     load, sign-in from session storage, the Requests page's first rows)."""
     page = browser.new_page()  # type: ignore[attr-defined]
     t0 = time.perf_counter()
-    page.goto(f"{url}/console/")
+    page.goto(f"{url}/console/#/requests")
     page.evaluate("k => sessionStorage.setItem('rg.apiKey', k)", key)
     page.reload()
     page.wait_for_selector('#page[data-ready="requests"] tbody tr')

@@ -113,3 +113,45 @@ def test_serve_says_which_models_the_demo_serves_and_where_state_lives(
     database = data_home / "responses-gateway" / "gateway.db"
     assert second == f"responses-gateway: keeping state in the SQLite database {database}\n"
     assert database.is_file()
+
+
+def test_serve_enforces_console_budgets_without_a_config_file(tmp_path: Path) -> None:
+    # GIVEN `serve --enforce-budgets`, keys from the environment, and no configuration file
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in UNSET}
+    env.update(
+        {
+            "XDG_DATA_HOME": str(tmp_path),
+            "GATEWAY_API_KEYS": "sk-ops:ops,sk-team:team",
+            "GATEWAY_OPERATOR_TENANTS": "ops",
+        }
+    )
+    command = [sys.executable, "-m", "responses_gateway.cli", "serve", "--port", str(port)]
+    proc = subprocess.Popen(
+        [*command, "--enforce-budgets"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(url, proc)
+        with httpx.Client(base_url=url, timeout=30) as http:
+            ops = {"authorization": "Bearer sk-ops"}
+            team = {"authorization": "Bearer sk-team"}
+            body = {"model": "demo", "input": "Hello"}
+            assert http.post("/v1/responses", json=body, headers=team).status_code == 200
+            # WHEN an operator sets the tenant's daily tokens to what it has spent
+            saved = http.put(
+                "/v1/console/budgets", params={"tenant": "team"}, headers=ops,
+                json={"daily_tokens": 0},
+            ).json()  # fmt: skip
+            assert saved["enforced"] is True
+            # THEN its next request is refused before it runs
+            refused = http.post("/v1/responses", json=body, headers=team)
+            assert refused.status_code == 429
+            assert refused.json()["error"]["code"] == "insufficient_quota"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)

@@ -161,17 +161,20 @@ class LazyRoutes(BaseRoute):
 
 
 def _console_routes() -> ASGIApp:
+    """The console's routes (FastAPI), their JSON answers gzipped when the client accepts it
+    (the files route compresses its own)."""
     from responses_gateway.coldstart import import_fastapi
 
     import_fastapi()
     from fastapi import APIRouter
+    from starlette.middleware.gzip import GZipMiddleware
 
-    from responses_gateway.api import admin, console, traces
+    from responses_gateway.api import admin, console, overview, traces
 
     router = APIRouter()
-    for part in (console.router, admin.router, traces.router, console.files):
+    for part in (console.router, overview.router, admin.router, traces.router, console.files):
         router.include_router(part)
-    return fastapi_mounted(router)
+    return GZipMiddleware(fastapi_mounted(router), minimum_size=1024, compresslevel=6)
 
 
 _EDGE = RouteTable()
@@ -197,10 +200,11 @@ ROUTE_TABLES = (
 CREATE_PATH = (
     "responses_gateway.api.create",
     "responses_gateway.adapters.select",
+    "responses_gateway.usage.metrics",
 )
 """The modules only a create needs (the request models, the loop, the adapters, the sinks, with
-what they import), which the app imports on the first create: the buffered function serves
-none and never imports them."""
+what they import, and the health counters its ledger write adds), which the app imports on the
+first create: the buffered function serves none and never imports them."""
 
 
 def preload_create_path() -> None:

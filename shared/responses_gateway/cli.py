@@ -33,12 +33,14 @@ DEMO_MODELS = {"demo": "chat", "demo-responses": "responses"}
 """Model names served by the bundled demo upstream, and the wire format each goes through."""
 
 
-def _serve(host: str, port: int, db_path: str | None) -> int:
+def _serve(host: str, port: int, db_path: str | None, enforce_budgets: bool = False) -> int:
     import uvicorn
 
     from responses_gateway.app import create_app
-    from responses_gateway.config import ConfigError, load_config, parse_config
+    from responses_gateway.config import ENFORCE_BUDGETS_ENV, ConfigError, load_config, parse_config
 
+    if enforce_budgets:  # as GATEWAY_ENFORCE_BUDGETS=1: every configuration below reads it
+        os.environ[ENFORCE_BUDGETS_ENV] = "1"
     try:
         config = load_config()
     except (ConfigError, OSError) as exc:
@@ -280,6 +282,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the SQLite database file (default: GATEWAY_DB_PATH, else "
         "~/.local/share/responses-gateway/gateway.db; ':memory:' keeps nothing)",
     )
+    serve.add_argument(
+        "--enforce-budgets",
+        action="store_true",
+        help="refuse requests over the budgets set per tenant (console, `budget set`) even "
+        "without a budgets table in the configuration (as GATEWAY_ENFORCE_BUDGETS=1)",
+    )
     table = commands.add_parser("create-table", help="create the DynamoDB table")
     table.add_argument("--table", required=True)
     table.add_argument("--endpoint-url", default=None)
@@ -316,7 +324,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     if args.command == "serve":
-        return _serve(args.host, args.port, args.db)
+        return _serve(args.host, args.port, args.db, args.enforce_budgets)
     if args.command == "create-table":
         return _create_table(args.table, args.endpoint_url, args.region)
     if args.command == "keys":

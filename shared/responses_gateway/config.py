@@ -27,7 +27,8 @@ here, at startup, and kept out of every ``repr``; every mistake is a :class:`Con
 harmony providers: a tool of an operator MCP server the gateway calls (see ``docs/tools.md``).
 It also holds the accounting settings (see ``docs/deploy.md``): ``prices`` (US dollars per
 million tokens per model, for the usage ledger's cost estimate), ``budgets`` (token and cost
-limits per tenant per day and month), ``operators`` (tenants whose keys may read the usage
+limits per tenant per day and month; ``GATEWAY_ENFORCE_BUDGETS=1`` enforces the limits set per
+tenant in the store without the table), ``operators`` (tenants whose keys may read the usage
 API) and ``request_log.content_tenants`` (tenants whose request log keeps the requests' input
 and output items; none by default). Errors name the field (``prices.gpt-4o.output must be a
 number``).
@@ -57,6 +58,7 @@ from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 __all__ = [
     "ApiMode",
     "ConfigError",
+    "ENFORCE_BUDGETS_ENV",
     "GatewayConfig",
     "LOG_CONTENT_ENV",
     "OPERATORS_ENV",
@@ -385,6 +387,8 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
     try:
         prices = parse_prices(data.get("prices"))
         budgets = parse_budgets(data.get("budgets"))
+        if budgets is None and _enforce_budgets(env):
+            budgets = BudgetPolicy()  # no default limits: each tenant's own, set in the store
         prompts = parse_prompts(data.get("prompts"))
     except (PriceError, BudgetError, PromptConfigError) as exc:
         raise ConfigError(str(exc)) from None
@@ -460,6 +464,15 @@ def _operators(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
         raise ConfigError("operators must be a list of tenant names")
     extra = [t.strip() for t in env.get(OPERATORS_ENV, "").split(",") if t.strip()]
     return frozenset([*raw, *extra])
+
+
+ENFORCE_BUDGETS_ENV = "GATEWAY_ENFORCE_BUDGETS"
+"""``1``/``true``: enforce budgets (the limits operators set per tenant, in the console or with
+``responses-gateway budget``) even when the configuration has no ``budgets`` table."""
+
+
+def _enforce_budgets(env: Mapping[str, str]) -> bool:
+    return env.get(ENFORCE_BUDGETS_ENV, "").strip().lower() in ("1", "true", "yes", "on")
 
 
 LOG_CONTENT_ENV = "GATEWAY_LOG_CONTENT_TENANTS"

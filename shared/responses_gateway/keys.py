@@ -16,18 +16,22 @@ Owns the two places keys live:
 
 A key's value is returned once, by ``create``, and never listed, logged or stored in clear by
 this module (the local file holds keys by necessity: it is the gateway's key store). Listings
-show key ids: ``key_<16 hex>`` (SHA-256 prefix) locally, API Gateway's id when deployed.
+show key ids: ``key_<16 hex>`` (SHA-256 prefix) locally, API Gateway's id when deployed, with
+the key's name and creation time (locally kept in the comment of the key's line:
+``# created=<ISO 8601> name=<name>``).
 """
 
 from __future__ import annotations
 
 import builtins
 import os
+import re
 import secrets
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +75,8 @@ class KeyInfo:
     tenant: str
     enabled: bool = True
     name: str = ""
+    created_at: int | None = None
+    """Unix seconds of its creation (None: not known, e.g. a key written by hand)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,34 @@ def _check_tenant(tenant: str) -> str:
     if not valid_tenant(tenant):
         raise KeysError(f"tenant {tenant!r} must be 1-128 of A-Z a-z 0-9 . _ @ -")
     return tenant
+
+
+_NAME = re.compile(r"^[A-Za-z0-9._@-]{1,64}$")
+
+
+def _check_name(name: str) -> str:
+    if name and not _NAME.match(name):
+        raise KeysError(f"key name {name!r} must be 1-64 of A-Z a-z 0-9 . _ @ -")
+    return name
+
+
+def _meta(comment: str) -> tuple[str, int | None]:
+    """(name, created) from a key line's comment (``created=<ISO> name=<name>``)."""
+    name, created = "", None
+    for word in comment.split():
+        field, _, value = word.partition("=")
+        if field == "name":
+            name = value
+        elif field == "created":
+            try:
+                created = int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp())
+            except ValueError:
+                created = None
+    return name, created
+
+
+def _is_meta(comment: str) -> bool:
+    return comment.strip().startswith("created=")
 
 
 def _split(entry: str) -> tuple[str, str]:
@@ -112,15 +146,16 @@ class LocalKeyFile:
         except FileNotFoundError:
             return []
 
-    def _entries(self) -> Iterator[tuple[int, str, str]]:
-        """(line number, key, tenant) of every entry."""
+    def _entries(self) -> Iterator[tuple[int, str, str, str]]:
+        """(line number, key, tenant, the line's comment) of every entry."""
         for number, line in enumerate(self._lines()):
-            for raw in line.split("#", 1)[0].split(","):
+            body, _, comment = line.partition("#")
+            for raw in body.split(","):
                 entry = raw.strip()
                 if not entry:
                     continue
                 key, tenant = _split(entry)
-                yield number, key, tenant
+                yield number, key, tenant, comment
 
     def _write(self, lines: builtins.list[str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -134,19 +169,26 @@ class LocalKeyFile:
             Path(temp).unlink(missing_ok=True)
             raise
 
-    def create(self, tenant: str) -> CreatedKey:
-        """Add a new key for ``tenant``."""
+    def create(self, tenant: str, name: str = "") -> CreatedKey:
+        """Add a new key for ``tenant`` (named ``name``), noting when it was created."""
         value = new_key_value()
-        self._write([*self._lines(), f"{value}:{_check_tenant(tenant)}"])
-        return CreatedKey(KeyInfo(key_id_of(value), tenant), value)
+        now = datetime.now(UTC).replace(microsecond=0)
+        meta = f"created={now.strftime('%Y-%m-%dT%H:%M:%SZ')}"
+        if _check_name(name):
+            meta += f" name={name}"
+        self._write([*self._lines(), f"{value}:{_check_tenant(tenant)}  # {meta}"])
+        return CreatedKey(
+            KeyInfo(key_id_of(value), tenant, True, name, int(now.timestamp())), value
+        )
 
     def list(self, tenant: str | None = None) -> builtins.list[KeyInfo]:
         """The keys (of ``tenant``, or all), in file order."""
-        return [
-            KeyInfo(key_id_of(key), owner)
-            for _, key, owner in self._entries()
-            if tenant is None or owner == tenant
-        ]
+        found = []
+        for _, key, owner, comment in self._entries():
+            if tenant is None or owner == tenant:
+                name, created = _meta(comment)
+                found.append(KeyInfo(key_id_of(key), owner, True, name, created))
+        return found
 
     def revoke(self, tenant: str, key_id: str | None = None) -> builtins.list[KeyInfo]:
         """Remove ``tenant``'s keys (only ``key_id`` when given); returns what was removed.
@@ -173,7 +215,7 @@ class LocalKeyFile:
                 continue
             removed += [KeyInfo(key_id_of(_split(e)[0]), tenant) for e in gone]
             rest = ", ".join(e for e in entries if e not in gone)
-            if rest or comment.strip():
+            if rest or (comment.strip() and not _is_meta(comment)):
                 kept.append(f"{rest}  {hash_}{comment}".strip() if hash_ else rest)
         if not removed:
             raise KeysError(f"no key of tenant {tenant!r} matches")
@@ -241,12 +283,12 @@ class ApiGatewayKeys:
             ids.update(item["id"] for item in page.get("items", []))
         return ids
 
-    def create(self, tenant: str) -> CreatedKey:
+    def create(self, tenant: str, name: str = "") -> CreatedKey:
         """Create an enabled key tagged with ``tenant`` and add it to the usage plans (a
         failure on the way deletes it again, so no half-made key is left)."""
         _check_tenant(tenant)
         created = self._client.create_api_key(
-            name=f"{tenant}-{secrets.token_hex(4)}",
+            name=f"{tenant}-{_check_name(name) or secrets.token_hex(4)}",
             description=f"responses-gateway key of tenant {tenant}",
             enabled=True,
             value=new_key_value(),
@@ -261,7 +303,12 @@ class ApiGatewayKeys:
         except BaseException:
             self._client.delete_api_key(apiKey=key_id)
             raise
-        return CreatedKey(KeyInfo(key_id, tenant, True, created.get("name", "")), created["value"])
+        return CreatedKey(
+            KeyInfo(
+                key_id, tenant, True, created.get("name", ""), _epoch(created.get("createdDate"))
+            ),
+            created["value"],
+        )
 
     def list(self, tenant: str | None = None) -> builtins.list[KeyInfo]:
         """The plan's keys (of ``tenant``, or all; keys without the tag show tenant ``?``)."""
@@ -274,7 +321,13 @@ class ApiGatewayKeys:
                 owner = (item.get("tags") or {}).get(TENANT_TAG, "?")
                 if tenant is None or owner == tenant:
                     found.append(
-                        KeyInfo(item["id"], owner, bool(item.get("enabled")), item.get("name", ""))
+                        KeyInfo(
+                            item["id"],
+                            owner,
+                            bool(item.get("enabled")),
+                            item.get("name", ""),
+                            _epoch(item.get("createdDate")),
+                        )
                     )
         return found
 
@@ -290,6 +343,11 @@ class ApiGatewayKeys:
         for key in doomed:
             self._client.delete_api_key(apiKey=key.key_id)
         return doomed
+
+
+def _epoch(value: Any) -> int | None:
+    """Unix seconds of an API Gateway date (a ``datetime`` from boto3), or None."""
+    return int(value.timestamp()) if isinstance(value, datetime) else None
 
 
 class StackKeys:
@@ -312,8 +370,8 @@ class StackKeys:
                 )
             return self._keys
 
-    def create(self, tenant: str) -> CreatedKey:
-        return self._resolved().create(tenant)
+    def create(self, tenant: str, name: str = "") -> CreatedKey:
+        return self._resolved().create(tenant, name)
 
     def list(self, tenant: str | None = None) -> builtins.list[KeyInfo]:
         return self._resolved().list(tenant)

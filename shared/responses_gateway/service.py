@@ -395,6 +395,15 @@ class Gateway:
             router=self.router_for(state.model),
         )
         sessions.attach(ctx)
+        log = run.get("log")
+        if isinstance(log, dict):  # this invocation's model calls join the earlier ones' in the log
+            earlier = log.get("deployment")
+            ctx.deployments.extend(
+                earlier.split(",") if isinstance(earlier, str) and earlier else earlier or []
+            )
+            ctx.failed_attempts.extend(log.get("attempts_failed") or [])
+            log["deployment"] = ctx.deployments
+            log["attempts_failed"] = ctx.failed_attempts
         return ctx
 
     async def prompt_templates(self, prompt_id: str) -> Mapping[str, PromptTemplate]:
@@ -428,9 +437,12 @@ class Gateway:
             background=background,
             log=run.get("log"),
             ended_ms=int(now * 1000),
+            http_status=_client_status(run, state, background),
         )
         if tenant in self.config.log_content:
-            entry.content = logged_content(list(run.get("input_items") or []), state.output)
+            entry.content = logged_content(
+                list(run.get("input_items") or []), state.output, request=state.request
+            )
         try:
             counted = await self.store.record_usage(entry)
         except Exception:  # accounting never fails a response; the log line says what was lost
@@ -683,6 +695,11 @@ class Gateway:
             "deployment": "",  # the deployments that answered: the loop's list, set below
             "started_ms": started_ms,
         }
+        ledger: dict[str, Any] = {
+            "api_key_id": api_key_id,
+            "log": log,
+            "input_items": stored_items,
+        }
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
         sessions = RunMcpSessions(self.shared_mcp)
         backends = self._backends(tool_dicts, adapter.wire, sessions)
@@ -715,7 +732,7 @@ class Gateway:
                 stored_items,
                 context,
                 request.store is not False,
-                {"api_key_id": api_key_id, "log": log, "input_items": stored_items},
+                ledger,
                 remember=_rememberer(memory, stream_id, context, prepared.items, request),
             ),
             budget=guard,
@@ -725,6 +742,8 @@ class Gateway:
         sessions.attach(ctx)
         ctx.meter = self.meter(provider, state.request, compaction)
         log["deployment"] = ctx.deployments  # filled as routed model calls are answered
+        log["attempts_failed"] = ctx.failed_attempts  # and as attempts fail
+        ledger["ctx"] = ctx  # the failure's HTTP status, for the request log
         options = request.stream_options
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
@@ -832,6 +851,17 @@ class Gateway:
                 await remember(state)
 
         return persist
+
+
+def _client_status(run: dict[str, Any], state: LoopState, background: bool) -> int | None:
+    """The HTTP status the client of a failed foreground response got: the failure's (a
+    buffered answer, or a stream that had sent no output item yet), else 200 (the stream
+    carried ``response.failed``); None for other endings and background runs."""
+    failure = getattr(run.get("ctx"), "failure", None)
+    if background or failure is None or state.status != "failed":
+        return None
+    streamed = bool((run.get("log") or {}).get("stream")) and bool(state.output)
+    return 200 if streamed else int(failure.status_code)
 
 
 def _rememberer(

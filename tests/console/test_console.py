@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -77,14 +78,24 @@ def test_codex_store_false_session_shows_in_requests_under_its_thread_id(
     tab = console("alpha")
     tab.open(f"#/requests?session={thread}")
     tab.wait_ready("requests")
-    rows = tab.page.locator("tbody tr")
+    rows = tab.page.locator("tbody tr[data-id]")
     assert [rows.nth(i).get_attribute("data-id") for i in range(rows.count())] == [second, first]
     cells = rows.nth(0).locator("td").all_inner_texts()
-    assert cells[0] == second
-    assert cells[2:4] == [MODEL, "completed"]
-    assert cells[4] == "chat/chat" and cells[7] == "24"  # provider/wire, 20 + 4 tokens
-    assert 0 <= int(cells[6]) <= int(cells[5])  # time to first token within the duration
-    assert cells[10] == thread and cells[-1] == "no"
+    assert cells[1:3] == ["completed", MODEL]
+    assert cells[4] == "24"  # 20 + 4 tokens
+    assert cells[7] == second[:13] + "…"  # the id, cut: the details hold it whole
+    rows.nth(0).get_by_role("button").click()  # the row's details
+    details = tab.page.inner_text("tr.detail-row")
+    assert second in details and "chat / chat" in details and f"thread_id={thread}" in details
+    assert "no (store: false)" in details
+    record = json.loads(
+        tab.page.evaluate(
+            "id => fetch(`/v1/console/requests/${id}`, {headers: {authorization:"
+            " `Bearer ${sessionStorage.getItem('rg.apiKey')}`}}).then(r => r.text())",
+            second,
+        )
+    )
+    assert 0 <= record["ttft_ms"] <= record["duration_ms"]  # time to first token within it
     tab.shot("requests")
 
     tab.open(f"#/response/{first}")
@@ -96,9 +107,8 @@ def test_codex_store_false_session_shows_in_requests_under_its_thread_id(
     phone = console("alpha", width=390, height=844)
     phone.open(f"#/requests?session={thread}")
     phone.wait_ready("requests")
-    assert phone.page.locator("tbody tr").count() == 2
-    width = phone.page.evaluate("document.documentElement.scrollWidth")
-    assert width <= 390 + 1  # the table scrolls inside its wrapper, the page does not
+    assert phone.page.locator("tbody tr[data-id]").count() == 2
+    phone.fits(390)
     phone.shot("requests-phone")
 
 
@@ -166,7 +176,8 @@ def test_mcp_loop_with_approval_is_a_timeline_in_order(
     ]
     assert "10.0" in steps.nth(1).inner_text() and "It is 10." in steps.nth(2).inner_text()
     facts = tab.page.inner_text("dl.facts")
-    assert "Model calls\n1" in facts and "40/4" in facts
+    assert "Model calls\t1" in facts or "Model calls\n1" in facts
+    assert "40 (0 cached)" in facts and "4 (0 reasoning)" in facts
     tab.shot("timeline")  # docs/console-timeline.png is a copy of this screenshot
 
     tab.page.click(f'dl.facts a[href="#/response/{first.id}"]')  # walk the chain back
@@ -181,6 +192,8 @@ def test_a_tenant_key_sees_only_its_tenant(stack: ConsoleStack, console: Any) ->
     theirs = _client(stack, "beta").responses.create(model=OTHER_MODEL, input="b")
 
     beta = console("beta")
+    beta.open("#/requests")
+    beta.wait_ready("requests")
     ids = beta.page.locator("tbody tr").evaluate_all("rows => rows.map(r => r.dataset.id)")
     assert theirs.id in ids and mine.id not in ids
     assert "tenant beta" in beta.page.inner_text("#request-count")
@@ -192,44 +205,60 @@ def test_a_tenant_key_sees_only_its_tenant(stack: ConsoleStack, console: Any) ->
         assert http.get(f"/v1/console/responses/{mine.id}").status_code == 404
 
     ops = console("ops")
-    ops.page.fill("input[name=tenant]", "alpha")
-    ops.page.click("form.filters button[type=submit]")
+    ops.open("#/requests")
+    ops.wait_ready("requests")
+    ops.pick_tenant("alpha")
+    ops.wait_ready("requests")
     ops.page.wait_for_selector(f'tbody tr[data-id="{mine.id}"]')
     assert theirs.id not in ops.page.locator("tbody tr").evaluate_all(
         "rows => rows.map(r => r.dataset.id)"
     )
 
 
+def _usage_rows(tab: Any) -> dict[str, list[int]]:
+    """The usage page's table: group -> [requests, input, cached, output, reasoning] tokens."""
+    rows = tab.page.locator("#usage tbody tr").evaluate_all(
+        "rows => rows.map(r => [r.dataset.key, ...[...r.cells].slice(1, 6)"
+        ".map(c => Number(c.textContent.replace(/,/g, '')))])"
+    )
+    return {row[0]: row[1:] for row in rows}
+
+
 def test_usage_page_totals_equal_the_usage_api(stack: ConsoleStack, console: Any) -> None:
     stack.upstream.push(Turn(text="u", usage=Usage(7, 2)))
     _client(stack, "beta").responses.create(model=MODEL, input="u")
-    tab = console("ops")
-    tab.open("#/usage")
-    tab.wait_ready("usage")
-    shown = dict(
-        zip(
-            tab.page.locator("dl.facts dt").all_inner_texts(),
-            tab.page.locator("dl.facts dd").all_inner_texts(),
-            strict=True,
-        )
-    )
-    start = tab.page.evaluate("Math.floor(Date.now() / 86400000) * 86400 - 6 * 86400")
+    start = int(time.time()) // 86_400 * 86_400 - 6 * 86_400
     with stack.http("ops") as http:
         page = http.get(
             "/v1/organization/usage/completions",
-            params={"start_time": start, "bucket_width": "1d", "limit": 7},
+            params={"start_time": start, "bucket_width": "1d", "limit": 7, "group_by": "model"},
         ).json()
     results = [r for bucket in page["data"] for r in bucket["results"]]
-    assert int(shown["Input tokens"]) == sum(r["input_tokens"] for r in results) > 0
-    assert int(shown["Output tokens"]) == sum(r["output_tokens"] for r in results)
-    assert int(shown["Model requests"]) == sum(r["num_model_requests"] for r in results)
-    assert tab.page.locator(".chart canvas").count() == 1
+
+    tab = console("ops")
+    tab.open("#/usage?group=model&metric=tokens")
+    tab.wait_ready("usage")
+    shown = _usage_rows(tab)
+    for model in {r["model"] for r in results}:
+        mine = [r for r in results if r["model"] == model]
+        assert shown[model][1] == sum(r["input_tokens"] for r in mine) > 0
+        assert shown[model][3] == sum(r["output_tokens"] for r in mine)
+    assert tab.page.locator(".chart svg rect[fill]").count() >= 1  # token bars, per UTC day
     tab.shot("usage")
 
-    beta = console("beta")
-    beta.open("#/usage")
+    beta = console("beta")  # a tenant's key sees its own usage only
+    beta.open("#/usage?group=model")
     beta.wait_ready("usage")
-    assert "needs an operator key" in beta.page.inner_text("#page")
+    assert "tenant beta" in beta.page.inner_text("#usage-status")
+    with stack.http("ops") as http:
+        own = http.get(
+            "/v1/organization/usage/completions",
+            params={"start_time": start, "limit": 7, "group_by": "model", "project_ids": "beta"},
+        ).json()
+    theirs = [r for bucket in own["data"] for r in bucket["results"]]
+    assert sum(row[1] for row in _usage_rows(beta).values()) == sum(
+        r["input_tokens"] for r in theirs
+    )
 
 
 def test_agents_run_traced_to_the_gateway_shows_a_waterfall_with_model_io(
@@ -287,9 +316,14 @@ def test_agents_run_traced_to_the_gateway_shows_a_waterfall_with_model_io(
     tab.page.click(f'a[href="#/trace/{trace_id}"]')
     tab.wait_ready("trace")
     kinds = tab.page.locator("ol.waterfall > li").evaluate_all(
-        "rows => rows.map(r => r.dataset.type)"
+        "rows => rows.map(r => [r.dataset.type, Number(r.dataset.depth)])"
     )
-    assert [k for k in kinds if k != "custom"] == ["agent", "response", "function", "response"]
+    spans = [k for k in kinds if k[0] != "custom"]
+    assert [k[0] for k in spans] == ["agent", "response", "function", "response"]
+    agent_depth = spans[0][1]
+    assert all(depth > agent_depth for _, depth in spans[1:])  # nested under the agent
+    for details in tab.page.locator("ol.waterfall details").all():
+        details.evaluate("d => { d.open = true; }")
     responses = tab.page.locator('ol.waterfall > li[data-type="response"]')
     first, second = responses.nth(0).inner_text(), responses.nth(1).inner_text()
     assert "What is 2+3?" in first and "tool call add" in first  # the model call's input, output
@@ -328,6 +362,7 @@ def test_files_need_no_key_and_data_calls_do(stack: ConsoleStack) -> None:
             "tenant": "alpha",
             "api_key_id": http.get("/v1/console/me").json()["api_key_id"],
             "operator": False,
+            "budgets_enforced": True,
         }
 
 
@@ -401,6 +436,7 @@ def test_keys_page_creates_a_key_budgets_it_and_revokes_it(
     ops.page.fill("#limit-daily_tokens", "0")
     ops.page.click("#budget-form button[type=submit]")
     ops.page.wait_for_selector("#budget-status:has-text('Saved the limits of gamma')")
+    assert "enforced from the next request" in ops.page.inner_text("#budget-status")
     assert "Daily tokens: 0" in ops.page.inner_text("#budget-spend")
     ops.shot("keys")
 
@@ -416,10 +452,8 @@ def test_keys_page_creates_a_key_budgets_it_and_revokes_it(
         gamma.responses.create(model=MODEL, input="revoked")
     unauthenticated_id = revoked.value.response.headers["x-request-id"]
 
-    ops.open("#/requests")
+    ops.open("#/requests?tenant=gamma")  # a link naming its tenant picks it
     ops.wait_ready("requests")
-    ops.page.fill("input[name=tenant]", "gamma")
-    ops.page.click("form.filters button[type=submit]")
     row = ops.page.wait_for_selector(f'tbody tr[data-id="{refused_id}"]')
     assert "refused" in row.inner_text() and "insufficient_quota" in row.inner_text()
     with stack.http("ops") as http:

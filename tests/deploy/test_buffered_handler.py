@@ -399,8 +399,12 @@ def test_console_keys_administer_the_stacks_api_gateway_keys(
             "tenant": "team-b",
             "enabled": True,
             "name": created["name"],
+            "created_at": created["created_at"],  # API Gateway's createdDate
+            "last_used_at": None,
+            "current": False,
         }
     ]
+    assert isinstance(created["created_at"], int)
     assert value not in json.dumps(listed)  # a listing never shows a key
     assert call("GET", KEYS, f"{KEYS}?tenant=other")[1]["data"] == []
 

@@ -92,6 +92,8 @@ def test_content_is_logged_only_for_the_tenants_the_operator_names(
             assert view["stored"] is None and view["request"] == record
             if tenant == "logged":
                 assert record["content"]["input"][0].pop("id").startswith("msg_")
+                parameters = record["content"].pop("request")
+                assert (parameters["store"], parameters["tools"]) == (False, [])
                 assert record["content"] == {
                     "input": [
                         {  # as stored: completed into the spec's item resource

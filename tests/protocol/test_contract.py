@@ -209,6 +209,7 @@ def test_check_request_refuses_a_field_its_wire_cannot_honour_naming_it(
         (400, "context_length_exceeded", "context_length_exceeded"),
         (400, "some_upstream_code", "invalid_prompt"),
         (404, "model_not_found", "invalid_prompt"),
+        (424, None, "server_error"),  # an MCP server's listing failed: not the prompt's fault
         (502, "invalid_model_output", "server_error"),
         (500, None, "server_error"),
     ],

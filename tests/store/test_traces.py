@@ -64,9 +64,45 @@ async def test_oversized_span_keeps_its_ids_and_type(store: Store, tenant: str) 
 
 
 @pytest.mark.dynamodb_only
-async def test_trace_page_is_one_query(store: DynamoStore, tenant: str) -> None:
+async def test_trace_page_is_one_query_and_one_batch_of_tallies(
+    store: DynamoStore, tenant: str
+) -> None:
     await store.put_traces(tenant, [{"object": "trace", "id": "trace_q"}], [])
     store.meter.reset()
     page = await store.list_traces(tenant, limit=2)
     assert [t["id"] for t in page.traces] == ["trace_q"]
-    assert store.meter.snapshot()["list_traces"].round_trips == 1
+    assert store.meter.snapshot()["list_traces"].round_trips == 2
+
+
+async def test_trace_list_shows_each_traces_figures(store: Store, tenant: str) -> None:
+    root = _span("trace_f", "span_root", "2026-01-01T00:00:00.000000+00:00")
+    root["span_data"] = {"type": "agent", "name": "Agent"}
+    root["ended_at"] = "2026-01-01T00:00:02.500000+00:00"
+    call = _span("trace_f", "span_call", "2026-01-01T00:00:00.100000+00:00", response_id="r1")
+    call["span_data"]["usage"] = {"input_tokens": 30, "output_tokens": 5}  # type: ignore[index]
+    tool = _span("trace_f", "span_tool", "2026-01-01T00:00:01+00:00")
+    tool["span_data"] = {"type": "function", "name": "add"}
+    tool["error"] = {"message": "Error running tool", "data": {}}
+    guard = _span("trace_f", "span_guard", "2026-01-01T00:00:01.5+00:00")
+    guard["span_data"] = {"type": "guardrail", "name": "no_math", "triggered": True}
+    quiet = _span("trace_f", "span_ok", "2026-01-01T00:00:02+00:00")
+    quiet["span_data"] = {"type": "guardrail", "name": "ok", "triggered": False}
+    await store.put_traces(tenant, [], [call, tool])  # spans first, in two batches
+    await store.put_traces(tenant, [{"object": "trace", "id": "trace_f"}], [guard, quiet, root])
+    await store.put_traces(tenant, [{"object": "trace", "id": "trace_empty"}], [])
+    page = await store.list_traces(tenant)
+    figures = {
+        t["id"]: (t["spans"], t["errors"], t["tokens"], t["duration_ms"]) for t in page.traces
+    }
+    assert figures == {"trace_f": (5, 2, 35, 2500), "trace_empty": (0, 0, 0, None)}
+    (listed,) = [t for t in page.traces if t["id"] == "trace_f"]
+    assert listed["started_at"] == "2026-01-01T00:00:00.000000+00:00"
+    assert listed["ended_at"] == "2026-01-01T00:00:02.500000+00:00"
+
+
+async def test_a_response_span_links_its_response_to_the_trace(store: Store, tenant: str) -> None:
+    span = _span("trace_l", "span_r", "2026-01-01T00:00:00Z", response_id="resp_linked")
+    await store.put_traces(tenant, [], [span])
+    assert await store.trace_of_response(tenant, "resp_linked") == "trace_l"
+    assert await store.trace_of_response(tenant, "resp_other") is None
+    assert await store.trace_of_response(f"{tenant}-x", "resp_linked") is None

@@ -188,8 +188,26 @@ def test_logged_content_keeps_small_items_whole_without_headers() -> None:
             {"type": "mcp_call", "server_label": "s", "output": "ok"},
             {"type": "mcp_list_tools", "tools": []},
         ],
+        "request": {},
         "truncated": False,
     }
+
+
+def test_logged_content_keeps_the_requests_parameters_without_secrets() -> None:
+    request = {
+        "instructions": "Be brief.",
+        "temperature": 0.2,
+        "tools": [{"type": "mcp", "server_label": "s", "authorization": "Bearer t"}],
+    }
+    content = logged_content([_message("hi")], [], request=request)
+    assert content["request"] == {
+        "instructions": "Be brief.",
+        "temperature": 0.2,
+        "tools": [{"type": "mcp", "server_label": "s"}],
+    }
+    noise = "".join(hashlib.sha256(str(i).encode()).hexdigest() for i in range(1600))
+    squeezed = logged_content([_message("hi")], [], request={"instructions": noise}, limit=2_000)
+    assert squeezed["truncated"] is True and squeezed["input"] == [_message("hi")]
 
 
 def test_logged_content_cuts_long_strings_then_old_input_keeping_output_and_says_so() -> None:
@@ -203,3 +221,22 @@ def test_logged_content_cuts_long_strings_then_old_input_keeping_output_and_says
     assert content["truncated"] is True and content["output"] == [_message("out")]
     assert content["input"] and content["input"][-1] == _message(f"2999-{noise[: 128 - 5]}")
     assert len(encode_json(content)[0]) <= 4_000
+
+
+def test_a_failed_entry_keeps_its_error_message_and_the_clients_status() -> None:
+    state = LoopState(response_id="resp_f", created_at=0, model="m", request={}, upstream_input=[])
+    state.status = "failed"
+    state.error = {"code": "server_error", "message": "MCP server 'calc' failed: " + "x" * 900}
+    entry = usage_entry(
+        state,
+        tenant="t",
+        api_key_id="",
+        prices=PriceTable(),
+        ended_at=1,
+        log={"deployment": [], "attempts_failed": []},
+        http_status=424,
+    )
+    assert entry.extra["http_status"] == 424 and entry.extra["error_code"] == "server_error"
+    assert entry.extra["error_message"].startswith("MCP server 'calc' failed")
+    assert len(entry.extra["error_message"]) == 500
+    assert "attempts_failed" not in entry.extra and "deployment" not in entry.extra

@@ -10,7 +10,11 @@ re-reads on the next request), else the API Gateway keys of the deployed stack
 found on the first key call and kept on ``app.state``; boto3 is imported then, and every call
 runs in a worker thread). Keys listed in ``GATEWAY_API_KEYS`` are configuration and are not
 administered here. A key's value is in the create answer only, never in a listing or a log
-line. Budgets are read and written through :class:`~responses_gateway.store.base.LedgerStore`.
+line. A listing marks the key the request was signed with (``current``), which cannot revoke
+itself, and says when each key was created and last used (the hour of its newest request in the
+ledger's hour rows of the last 7 days: one Query per day). Budgets are read and written through
+:class:`~responses_gateway.store.base.LedgerStore`; when the gateway does not enforce them, the
+answer says so and how to turn enforcement on.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from responses_gateway.api.console import scoped_tenant
-from responses_gateway.api.deps import UntypedRoute, gateway_of
+from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.api.limits import read_json
 from responses_gateway.api.usage import require_operator
 from responses_gateway.errors import GatewayError, InvalidRequestError, NotFoundError
@@ -39,9 +43,10 @@ from responses_gateway.keys import (
 )
 from responses_gateway.tenancy import KEYS_FILE_ENV
 from responses_gateway.usage.budget import BudgetError, parse_limits
-from responses_gateway.usage.records import BudgetLimits
+from responses_gateway.usage.metrics import STATUS
+from responses_gateway.usage.records import HOUR_WIDTH, BudgetLimits
 
-__all__ = ["KEYS_STACK_ENV", "key_admin_of", "router"]
+__all__ = ["ENFORCE_HINT", "KEYS_STACK_ENV", "admin_call", "key_admin_of", "router"]
 
 router = APIRouter(prefix="/v1/console", route_class=UntypedRoute)
 
@@ -49,6 +54,15 @@ _LIMIT_NAMES = ("daily_tokens", "monthly_tokens", "daily_cost_usd", "monthly_cos
 
 KEYS_STACK_ENV = "GATEWAY_KEYS_STACK"
 """The deployed stack whose API Gateway keys the Keys page administers (the template sets it)."""
+
+ENFORCE_HINT = (
+    "This gateway does not enforce budgets: limits are saved but no request is refused for "
+    "them. Turn enforcement on with GATEWAY_ENFORCE_BUDGETS=1 (responses-gateway serve "
+    "--enforce-budgets does the same) or a [budgets] table in the configuration, then "
+    "restart the gateway."
+)
+"""What a budget answer says when the configuration enforces none."""
+_LAST_USED_DAYS = 7
 
 
 def key_admin_of(request: Request) -> Any:
@@ -79,7 +93,7 @@ def key_admin_of(request: Request) -> Any:
     )
 
 
-async def _admin_call(admin: Any, method: str, *args: Any) -> Any:
+async def admin_call(admin: Any, method: str, *args: Any) -> Any:
     """``admin.<method>(*args)`` in a worker thread (key stores block: files, boto3).
 
     Raises:
@@ -91,14 +105,35 @@ async def _admin_call(admin: Any, method: str, *args: Any) -> Any:
         raise GatewayError(str(exc), code="keys_unavailable") from None
 
 
-def _key_json(info: KeyInfo) -> dict[str, Any]:
+def _key_json(
+    info: KeyInfo, current: str = "", last_used: dict[str, int] | None = None
+) -> dict[str, Any]:
     return {
         "object": "gateway.api_key",
         "id": info.key_id,
         "tenant": info.tenant,
         "enabled": info.enabled,
         "name": info.name,
+        "created_at": info.created_at,
+        "last_used_at": (last_used or {}).get(info.key_id),
+        "current": bool(current) and info.key_id == current,
     }
+
+
+async def _last_used(request: Request) -> dict[str, int]:
+    """Key id -> start of the newest hour with a request of the key (responses or refusals),
+    from the ledger's hour rows of the last :data:`_LAST_USED_DAYS` days."""
+    now = int(time.time())
+    start = now - now % HOUR_WIDTH - (_LAST_USED_DAYS - 1) * 86_400
+    rows = await gateway_of(request).store.read_metrics(start, now + 1, width=HOUR_WIDTH)
+    found: dict[str, int] = {}
+    for row in rows:
+        used = row.counts.responses or any(
+            count for name, count in row.stats.items() if name.startswith(STATUS)
+        )
+        if used and row.api_key_id and row.hour_start > found.get(row.api_key_id, -1):
+            found[row.api_key_id] = row.hour_start
+    return found
 
 
 def _tenant_param(value: Any) -> str:
@@ -113,22 +148,35 @@ def _tenant_param(value: Any) -> str:
 
 @router.get("/keys")
 async def list_keys(request: Request) -> dict[str, Any]:
+    """The administered keys (of ``?tenant=``, or all), with their creation and last use; the
+    signed-in key is ``current``."""
     require_operator(request)
     admin = key_admin_of(request)
     tenant = request.query_params.get("tenant") or None
-    found = await _admin_call(admin, "list", tenant)
-    return {"object": "list", "data": [_key_json(info) for info in found]}
+    reading = asyncio.ensure_future(_last_used(request))  # beside the listing
+    try:
+        found = await admin_call(admin, "list", tenant)
+    except BaseException:
+        reading.cancel()  # no ledger read outlives a failed listing
+        raise
+    used = await reading
+    current = identity_of(request).api_key_id
+    return {"object": "list", "data": [_key_json(info, current, used) for info in found]}
 
 
 @router.post("/keys")
 async def create_key(request: Request) -> JSONResponse:
-    """A new key for ``{"tenant": ...}``; its ``value`` is in this answer only."""
+    """A new key for ``{"tenant": ..., "name": ...}`` (the name optional); its ``value`` is
+    in this answer only."""
     require_operator(request)
     admin = key_admin_of(request)
     body, _ = await read_json(request)
     tenant = _tenant_param(body.get("tenant") if isinstance(body, dict) else None)
+    name = body.get("name") if isinstance(body, dict) else None
+    if name is not None and not isinstance(name, str):
+        raise InvalidRequestError("Invalid 'name': expected a string.", param="name")
     try:
-        created = await _admin_call(admin, "create", tenant)
+        created = await admin_call(admin, "create", tenant, name or "")
     except KeysError as exc:
         raise InvalidRequestError(str(exc), param="tenant", code="invalid_value") from None
     return JSONResponse(
@@ -140,11 +188,20 @@ async def create_key(request: Request) -> JSONResponse:
 
 @router.delete("/keys/{key_id}")
 async def revoke_key(request: Request, key_id: str) -> dict[str, Any]:
+    """Revoke a key of ``?tenant=``; never the key the request is signed with (400
+    ``cannot_revoke_own_key``: the console would lock itself out)."""
     require_operator(request)
+    if key_id == identity_of(request).api_key_id:
+        raise InvalidRequestError(
+            "This is the key you are signed in with: revoking it would lock you out. Sign in "
+            "with another operator key to revoke it.",
+            param="key_id",
+            code="cannot_revoke_own_key",
+        )
     admin = key_admin_of(request)
     tenant = _tenant_param(request.query_params.get("tenant"))
     try:
-        removed = await _admin_call(admin, "revoke", tenant, key_id)
+        removed = await admin_call(admin, "revoke", tenant, key_id)
     except KeysError:
         raise NotFoundError(f"No key '{key_id}' of tenant '{tenant}'.", param="key_id") from None
     return {"object": "gateway.api_key.deleted", "id": key_id, "deleted": bool(removed)}
@@ -168,6 +225,7 @@ async def _budget_view(request: Request, tenant: str) -> dict[str, Any]:
         "object": "gateway.budget",
         "tenant": tenant,
         "enforced": policy is not None,
+        "enforcement": None if policy is not None else ENFORCE_HINT,
         "own": _limits_json(spend.limits),
         "effective": _limits_json(policy.limits_for(tenant, spend.limits)) if policy else None,
         "spend": {

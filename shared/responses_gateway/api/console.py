@@ -1,16 +1,20 @@
 """Routes of ``/v1/console``: the console's reads (request log, responses, conversations,
-traces), tenant scoped.
+traces), tenant scoped, and ``/console``, its files.
 
 Owns who may read which tenant's log (a key reads its own tenant; an operator key, see
 :func:`~responses_gateway.api.usage.require_operator`, reads any tenant through ``?tenant=``),
-the JSON shape of a request-log record, and the filters applied to one page of the log. It reads
-only through :class:`~responses_gateway.store.base.LedgerStore`; it never writes. Stored
-responses, their input items and conversations are read through the public APIs.
+the JSON shape of a request-log record, the request log's query parameters (turned into one
+:class:`~responses_gateway.usage.records.RequestQuery` the store applies over the whole log),
+what a response's page joins (its stored record, its request-log record, its trace, whether it
+was deleted or expired), and a trace's join to its model calls. It reads only through the store
+interface; it never writes. The files route answers ``GET`` and ``HEAD`` as
+:func:`responses_gateway.console.serve` says (hashed URLs, ETags, gzip, security headers).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -18,32 +22,48 @@ from fastapi.responses import RedirectResponse, Response
 
 from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
-from responses_gateway.usage.records import UsageEntry
+from responses_gateway.usage.records import RequestQuery, UsageEntry, log_cursor
 
-__all__ = ["FILTERS", "files", "record_json", "router", "scoped_tenant"]
+__all__ = [
+    "STATUSES",
+    "files",
+    "is_operator",
+    "parse_request_query",
+    "record_json",
+    "router",
+    "scoped_tenant",
+]
 
 router = APIRouter(prefix="/v1/console", route_class=UntypedRoute)
 files = APIRouter(prefix="/console", route_class=UntypedRoute)
 """The console's static files: no key needed (they hold no data)."""
 
+STATUSES = ("completed", "incomplete", "failed", "cancelled", "refused")
+"""The statuses a request-log entry ends with (the status filter's choices)."""
 
-@files.get("", include_in_schema=False)
+
+@files.api_route("", methods=["GET", "HEAD"], include_in_schema=False)
 async def console_root() -> Response:
     return RedirectResponse("/console/", status_code=308)
 
 
-@files.get("/{name:path}", include_in_schema=False)
+@files.api_route("/{name:path}", methods=["GET", "HEAD"], include_in_schema=False)
 async def console_file(request: Request) -> Response:
     """A file of the console (the path read from the request: a typed ``{name:path}``
     parameter would make FastAPI import ``pydantic.v1`` on the first console request)."""
-    from responses_gateway.console import asset  # the files are read on first use
+    from responses_gateway.console import serve  # the files are read on first use
 
-    name = str(request.path_params["name"])
-    found = asset(name or "index.html")
-    if found is None:
+    name = str(request.path_params["name"]) or "index.html"
+    served = serve(
+        name,
+        version=request.query_params.get("v"),
+        if_none_match=request.headers.get("if-none-match"),
+        accept_encoding=request.headers.get("accept-encoding", ""),
+        head=request.method == "HEAD",
+    )
+    if served is None:
         raise NotFoundError(f"No console file '{name}'.", param="name")
-    body, media = found
-    return Response(body, media_type=media, headers={"cache-control": "no-cache"})
+    return Response(served.body, status_code=served.status, headers=served.headers)
 
 
 _MAX_LIMIT = 200
@@ -51,9 +71,9 @@ _MAX_JOINED = 100
 """Most responses a trace read joins to its spans."""
 
 
-def _limit(request: Request) -> int:
+def _limit(request: Request, default: int = 50) -> int:
     try:
-        limit = int(request.query_params.get("limit") or 50)
+        limit = int(request.query_params.get("limit") or default)
     except ValueError:
         limit = 0
     if not 1 <= limit <= _MAX_LIMIT:
@@ -65,19 +85,9 @@ def _limit(request: Request) -> int:
     return limit
 
 
-def _session_of(record: dict[str, Any]) -> set[str]:
-    client = record.get("client") or {}
-    return {str(value) for value in client.values()}
-
-
-FILTERS: dict[str, Any] = {
-    "model": lambda record, value: record["model"] == value,
-    "status": lambda record, value: record["status"] == value,
-    "api_key_id": lambda record, value: record["api_key_id"] == value,
-    "session": lambda record, value: value in _session_of(record),
-}
-"""Query parameter → predicate over a record (:func:`record_json`); ``session`` matches any of
-the client's ids (session, thread, turn, request or trace id)."""
+def is_operator(request: Request) -> bool:
+    """Whether the request's key is an operator's."""
+    return identity_of(request).tenant in gateway_of(request).config.operators
 
 
 def scoped_tenant(request: Request) -> str:
@@ -99,14 +109,56 @@ def scoped_tenant(request: Request) -> str:
     return asked
 
 
+def _seconds_to_ms(raw: str | None, param: str) -> int | None:
+    if not raw:
+        return None
+    try:
+        return int(float(raw) * 1000)
+    except ValueError:
+        raise InvalidRequestError(
+            f"Invalid '{param}': expected Unix seconds.", param=param, code="invalid_value"
+        ) from None
+
+
+def parse_request_query(params: Any) -> RequestQuery:
+    """The request log's filters from query parameters: ``status`` (comma-separated, any
+    case, from :data:`STATUSES`), ``model``, ``api_key_id``, ``deployment``, ``session``,
+    ``since`` and ``until`` (Unix seconds).
+
+    Raises:
+        InvalidRequestError: an unknown status or a bad time (400, naming the parameter).
+    """
+    statuses = frozenset(
+        part.strip().lower() for part in (params.get("status") or "").split(",") if part.strip()
+    )
+    unknown = sorted(statuses - set(STATUSES))
+    if unknown:
+        raise InvalidRequestError(
+            f"Invalid 'status': '{unknown[0]}'. Use one of {', '.join(STATUSES)}.",
+            param="status",
+            code="invalid_value",
+        )
+    return RequestQuery(
+        statuses=statuses,
+        model=params.get("model") or None,
+        api_key_id=params.get("api_key_id") or None,
+        deployment=params.get("deployment") or None,
+        session=params.get("session") or None,
+        since_ms=_seconds_to_ms(params.get("since"), "since"),
+        until_ms=_seconds_to_ms(params.get("until"), "until"),
+    )
+
+
 def record_json(entry: UsageEntry) -> dict[str, Any]:
-    """A request-log record as the console reads it."""
+    """A request-log record as the console reads it (``cursor``: its place in the log, what a
+    live tail passes as ``after``)."""
     counts = entry.counts
     return {
         **entry.extra,
         "object": "gateway.request",
         "deployment": entry.extra.get("deployment", ""),
         "id": entry.response_id,
+        "cursor": log_cursor(entry),
         "tenant": entry.tenant,
         "ended_at": entry.ended_at,
         "model": entry.model,
@@ -129,31 +181,36 @@ def record_json(entry: UsageEntry) -> dict[str, Any]:
 @router.get("/me")
 async def whoami(request: Request) -> dict[str, Any]:
     identity = identity_of(request)
-    operators = gateway_of(request).config.operators
+    gateway = gateway_of(request)
     return {
         "tenant": identity.tenant,
         "api_key_id": identity.api_key_id,
-        "operator": identity.tenant in operators,
+        "operator": identity.tenant in gateway.config.operators,
+        "budgets_enforced": gateway.config.budgets is not None,
     }
 
 
 @router.get("/requests")
 async def list_requests(request: Request) -> dict[str, Any]:
+    """A page of the tenant's request log, newest first, filtered by the store over the whole
+    log (``before``: an older page; ``after``: only what is newer than that cursor)."""
     tenant = scoped_tenant(request)
     params = request.query_params
-    limit = _limit(request)
+    query = parse_request_query(params)
     page = await gateway_of(request).store.list_requests(
-        tenant, before=params.get("before") or None, limit=limit
+        tenant,
+        before=params.get("before") or None,
+        after=params.get("after") or None,
+        limit=_limit(request),
+        query=query,
     )
-    wanted = [(FILTERS[name], params[name]) for name in FILTERS if params.get(name)]
-    data = [record_json(entry) for entry in page.entries]
-    data = [r for r in data if all(match(r, value) for match, value in wanted)]
     return {
         "object": "list",
         "tenant": tenant,
-        "data": data,
+        "data": [record_json(entry) for entry in page.entries],
         "next_cursor": page.next_cursor,
         "has_more": page.next_cursor is not None,
+        "examined": page.examined,
     }
 
 
@@ -168,22 +225,41 @@ async def get_request(request: Request, response_id: str) -> dict[str, Any]:
 
 def _with_content(entry: UsageEntry) -> dict[str, Any]:
     """One record's read: the record, and its ``content`` when it was logged (the tenant is in
-    ``request_log.content_tenants``; ``{"input", "output", "truncated"}``)."""
+    ``request_log.content_tenants``; ``{"input", "output", "request", "truncated"}``)."""
     record = record_json(entry)
     if entry.content is not None:
         record["content"] = entry.content
     return record
 
 
+def _storage(stored: bool, entry: UsageEntry | None, retention_days: int | None) -> str:
+    """Where a response's record stands: ``stored``; ``not_stored`` (``store: false``);
+    ``refused`` (no response ran); ``deleted`` or ``expired`` (it was stored and is gone)."""
+    if stored:
+        return "stored"
+    if entry is None or entry.status == "refused":
+        return "refused" if entry is not None else "unknown"
+    if entry.extra.get("stored") is False:
+        return "not_stored"
+    duration = entry.extra.get("duration_ms")
+    started = entry.ended_at - (duration // 1000 if isinstance(duration, int) else 0)
+    if retention_days is not None and time.time() >= started + retention_days * 86_400:
+        return "expired"
+    return "deleted"
+
+
 @router.get("/responses/{response_id}")
 async def get_response(request: Request, response_id: str) -> dict[str, Any]:
-    """A response as the timeline page shows it, in one call: the stored record (its response,
-    own input items, chain, conversation; None when not stored) and its request-log record
-    (None while it runs); 404 only when neither exists."""
+    """A response as its page shows it, in one call: the stored record (its response, own
+    input items, chain, conversation; None when not stored), its request-log record (None while
+    it runs), the trace whose span names it, and ``storage`` (``stored``, ``not_stored``,
+    ``deleted``, ``expired``, ``refused``); 404 only when neither record exists."""
     tenant = scoped_tenant(request)
     store = gateway_of(request).store
-    record, entry = await asyncio.gather(
-        store.get_response(tenant, response_id), store.get_usage_entry(tenant, response_id)
+    record, entry, trace_id = await asyncio.gather(
+        store.get_response(tenant, response_id),
+        store.get_usage_entry(tenant, response_id),
+        store.trace_of_response(tenant, response_id),
     )
     if record is None and entry is None:
         raise NotFoundError(f"Response with id '{response_id}' not found.", param="response_id")
@@ -200,6 +276,8 @@ async def get_response(request: Request, response_id: str) -> dict[str, Any]:
         "tenant": tenant,
         "stored": stored,
         "request": _with_content(entry) if entry is not None else None,
+        "trace_id": trace_id,
+        "storage": _storage(record is not None, entry, getattr(store, "retention_days", None)),
     }
 
 
@@ -254,6 +332,8 @@ async def conversation_items(request: Request, conversation_id: str) -> dict[str
 
 @router.get("/traces")
 async def list_traces(request: Request) -> dict[str, Any]:
+    """A page of the tenant's traces, most recently received first, each with its figures
+    (spans, errors, tokens, duration)."""
     tenant = scoped_tenant(request)
     page = await gateway_of(request).store.list_traces(
         tenant, before=request.query_params.get("before") or None, limit=_limit(request)
@@ -270,7 +350,8 @@ async def list_traces(request: Request) -> dict[str, Any]:
 @router.get("/traces/{trace_id}")
 async def get_trace(request: Request, trace_id: str) -> dict[str, Any]:
     """A trace with its spans; each ``response`` span whose response the gateway served gains
-    ``gateway``: the stored input items and output, or the request-log record when not stored."""
+    ``gateway``: its request-log record (status, tokens, cost, deployment) and, when stored,
+    its input items, output and usage."""
     tenant = scoped_tenant(request)
     store = gateway_of(request).store
     trace, spans = await store.get_trace(tenant, trace_id)
@@ -281,20 +362,26 @@ async def get_trace(request: Request, trace_id: str) -> dict[str, Any]:
             str(rid) for span in spans if (rid := (span.get("span_data") or {}).get("response_id"))
         )
     )[:_MAX_JOINED]
-    records = {r.id: r for r in await store.get_responses(tenant, ids)}
-    missing = [rid for rid in ids if rid not in records]
-    entries = await asyncio.gather(*(store.get_usage_entry(tenant, rid) for rid in missing))
-    logged = {rid: e for rid, e in zip(missing, entries, strict=True) if e is not None}
+    found, entries = await asyncio.gather(
+        store.get_responses(tenant, ids), store.get_usage_entries(tenant, ids)
+    )
+    records = {r.id: r for r in found}
+    logged = {e.response_id: e for e in entries}
     for span in spans:
         rid = (span.get("span_data") or {}).get("response_id")
+        joined: dict[str, Any] = {}
+        if rid in logged:
+            joined["request"] = record_json(logged[rid])
         if rid in records:
             record = records[rid]
-            span["gateway"] = {
-                "input_items": record.input_items,
-                "output": record.output,
-                "status": record.status,
-                "usage": record.response.get("usage"),
-            }
-        elif rid in logged:
-            span["gateway"] = {"request": record_json(logged[rid])}
+            joined.update(
+                {
+                    "input_items": record.input_items,
+                    "output": record.output,
+                    "status": record.status,
+                    "usage": record.response.get("usage"),
+                }
+            )
+        if joined:
+            span["gateway"] = joined
     return {"object": "gateway.trace", "tenant": tenant, "trace": trace, "spans": spans}

@@ -68,5 +68,9 @@ class LoopContext:
     (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
     deployments: list[str] = field(default_factory=list)
     """The deployment that answered each model call of this run, in order (routed models)."""
+    failed_attempts: list[dict[str, Any]] = field(default_factory=list)
+    """Each failed attempt of a routed model call, in order: ``{"deployment", "model",
+    "kind", "status"}`` (the upstream's HTTP status when it sent one; the request log keeps
+    them)."""
     on_close: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     """Run when :func:`run_loop` returns or raises (closing the run's MCP sessions)."""

@@ -374,6 +374,15 @@ async def _call_routed(
                 as_context_length(error), streamed=len(state.output) > state.turn_start
             )
             await router.failed(target, failure, attempts)
+            ctx.failed_attempts.append(
+                {
+                    "deployment": target.deployment.id,
+                    "model": attempts.model,
+                    "kind": failure.kind,
+                    "status": getattr(failure.error, "upstream_status", None)
+                    or failure.error.status_code,
+                }
+            )
             verdict = decide_after_llm_failure(
                 attempts, failure, policy, router.siblings_left(attempts)
             )

@@ -723,10 +723,11 @@ def failure_code(status: int, code: str | None) -> str:
     """The ``error.code`` of a Response failed by an error of HTTP ``status``: a 429 is
     ``rate_limit_exceeded``; another 4xx keeps its code when a table above names it, and is
     ``invalid_prompt`` otherwise (the request was at fault: an orphan ``call_id``, a refused
-    value...); anything else is ``server_error``."""
+    value...); anything else is ``server_error``, a 424 included (a dependency of the request
+    failed, an MCP server's listing: not the prompt's fault)."""
     if status == 429:
         return "rate_limit_exceeded"
-    if 400 <= status < 500:
+    if 400 <= status < 500 and status != 424:
         known = code in OPENAI_FAILURE_CODES or code in GATEWAY_FAILURE_CODES
         return code if known and code is not None else "invalid_prompt"
     return "server_error"

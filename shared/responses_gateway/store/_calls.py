@@ -290,8 +290,10 @@ class TableClient:
         limit: int | None = None,
         start: Key | None = None,
         keys_only: bool = False,
+        consistent: bool = True,
     ) -> tuple[list[Item], Key | None]:
-        """One Query page of ``pk``'s items with ``lo <= SK <= hi``; returns (items, next start)."""
+        """One Query page of ``pk``'s items with ``lo <= SK <= hi``; returns (items, next start).
+        ``consistent=False`` reads eventually consistent (half the read units)."""
         params: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "PK = :pk AND SK BETWEEN :lo AND :hi",
@@ -300,7 +302,7 @@ class TableClient:
                 ":lo": {"S": sk_between[0]},
                 ":hi": {"S": sk_between[1]},
             },
-            "ConsistentRead": True,
+            "ConsistentRead": consistent,
             "ScanIndexForward": forward,
         }
         if limit is not None:
@@ -311,18 +313,25 @@ class TableClient:
             params["ProjectionExpression"] = "PK, SK"
         response = await self._call(op, "query", **params)
         items: list[Item] = response.get("Items", [])
-        self._meter.record(op, read_units=read_units(sum(item_size(i) for i in items)))
+        units = read_units(sum(item_size(i) for i in items))
+        self._meter.record(op, read_units=units if consistent else -(-units // 2))
         return items, response.get("LastEvaluatedKey")
 
     async def query_all(
-        self, op: str, pk: str, sk_between: tuple[str, str], *, keys_only: bool = False
+        self,
+        op: str,
+        pk: str,
+        sk_between: tuple[str, str],
+        *,
+        keys_only: bool = False,
+        consistent: bool = True,
     ) -> list[Item]:
         """Every item of ``pk`` in the SK range, ascending (pages followed sequentially)."""
         items: list[Item] = []
         start: Key | None = None
         while True:
             page, start = await self.query_page(
-                op, pk, sk_between, start=start, keys_only=keys_only
+                op, pk, sk_between, start=start, keys_only=keys_only, consistent=consistent
             )
             items += page
             if start is None:

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 from responses_gateway.usage.records import (
     BudgetLimits,
     RequestPage,
+    RequestQuery,
     TenantSpend,
     UsageBucket,
     UsageCounts,
@@ -42,6 +43,7 @@ __all__ = [
     "PromptStore",
     "PromptVersionExists",
     "RequestPage",
+    "RequestQuery",
     "ResponseStore",
     "Store",
     "StoredPrompt",
@@ -354,13 +356,25 @@ class LedgerStore(Protocol):
         ...
 
     async def list_requests(
-        self, tenant: str, *, before: str | None = None, limit: int = 50
+        self,
+        tenant: str,
+        *,
+        before: str | None = None,
+        limit: int = 50,
+        after: str | None = None,
+        query: RequestQuery | None = None,
     ) -> RequestPage:
         """One page of ``tenant``'s request log, newest first: at most ``limit`` entries
-        recorded by :meth:`record_usage` (strongly consistent, one bounded read). ``before`` is
-        a ``next_cursor`` of an earlier page (opaque, tenant-specific); None starts from the
-        newest. ``next_cursor`` is None when no older entry exists. Entries of other tenants are
-        never returned; expired ones may be left out."""
+        recorded by :meth:`record_usage` or :meth:`log_request` (strongly consistent, bounded
+        reads). ``before`` is a ``next_cursor`` of an earlier page (tenant-specific); None
+        starts from the newest. ``after`` (an entry's
+        :func:`~responses_gateway.usage.records.log_cursor`) keeps only entries newer than it:
+        a live tail's read. ``query`` keeps the entries it matches, over its time range: the
+        read examines at most :data:`~responses_gateway.usage.records.REQUEST_SCAN` entries,
+        and a page that stopped there has a ``next_cursor`` even when it holds fewer than
+        ``limit``. ``next_cursor`` is None when no older entry is left to examine (an
+        unfiltered page: exactly when none exists). Entries of other tenants are never
+        returned; expired ones may be left out."""
         ...
 
     async def log_request(self, entry: UsageEntry) -> None:
@@ -376,6 +390,26 @@ class LedgerStore(Protocol):
 
     async def get_usage_entry(self, tenant: str, response_id: str) -> UsageEntry | None:
         """The request-log entry recorded for a response, or None."""
+        ...
+
+    async def get_usage_entries(self, tenant: str, response_ids: list[str]) -> list[UsageEntry]:
+        """The request-log entries of several responses (those that exist, in the order asked,
+        without their content), in one bounded read."""
+        ...
+
+    async def read_metrics(self, start: int, end: int, *, width: int) -> list[UsageBucket]:
+        """Every counter row of every tenant of ``width`` seconds
+        (:data:`~responses_gateway.usage.records.HOUR_WIDTH`, the ledger's hour rows, or
+        :data:`~responses_gateway.usage.records.FINE_WIDTH`, five-minute rows kept three days)
+        whose bucket starts in ``[start, end)``, with their health counters
+        (:mod:`responses_gateway.usage.metrics`), in no particular order. Eventually
+        consistent (DynamoDB: half the units of :meth:`read_usage`); one bounded read per UTC
+        day. Refused requests count in the health counters of these rows only.
+
+        Raises:
+            ValueError: more days than the rows of ``width`` allow (62 for hours, 3 for five
+                minutes).
+        """
         ...
 
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:
@@ -491,7 +525,11 @@ class TracePage:
     """One page of a tenant's traces, most recently received first."""
 
     traces: list[dict[str, Any]]
-    """Summaries: ``{"id", "workflow_name", "group_id", "received_ms"}``."""
+    """Summaries: ``{"id", "workflow_name", "group_id", "received_ms"}`` and the trace's
+    figures: ``spans``, ``errors`` (spans with an ``error``, triggered guardrails), ``tokens``
+    (input + output of the spans reporting usage), ``started_at``, ``ended_at`` (ISO 8601, None
+    before any span arrived) and ``duration_ms``. The figures add up every span written (a batch
+    the exporter sends again counts again)."""
     next_cursor: str | None = None
     """Pass as ``before`` to read the next (older) page; None on the last page."""
 
@@ -523,6 +561,11 @@ class TraceStore(Protocol):
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """The trace object (None if only spans arrived, or none) and its spans ordered by
         ``started_at`` then ``id``; ``(None, [])`` when nothing is stored."""
+        ...
+
+    async def trace_of_response(self, tenant: str, response_id: str) -> str | None:
+        """The id of the trace whose ``response`` span names this response (the latest
+        written), or None."""
         ...
 
 

@@ -64,6 +64,7 @@ from responses_gateway.store.base import (
     EventRead,
     ItemPage,
     RequestPage,
+    RequestQuery,
     StoredPrompt,
     StoredResponse,
     TenantSpend,
@@ -328,7 +329,7 @@ class DynamoStore:
     # Usage ledger and budgets
 
     async def record_usage(self, entry: UsageEntry) -> bool:
-        """One TransactWriteItems (marker + 3 ADDs); False when already counted."""
+        """One TransactWriteItems (marker, log item + 4 ADDs); False when already counted."""
         return await self._ledger.record(entry)
 
     async def read_usage(self, start: int, end: int) -> list[UsageBucket]:
@@ -336,17 +337,35 @@ class DynamoStore:
         ``MAX_USAGE_DAYS`` days."""
         return await self._ledger.read(start, end)
 
+    async def read_metrics(self, start: int, end: int, *, width: int) -> list[UsageBucket]:
+        """One eventually consistent Query per UTC day of the range, in parallel."""
+        return await self._ledger.read_rows(start, end, width, consistent=False)
+
     async def get_usage_entry(self, tenant: str, response_id: str) -> UsageEntry | None:
         return await self._ledger.get_entry(tenant, response_id)
 
+    async def get_usage_entries(self, tenant: str, response_ids: list[str]) -> list[UsageEntry]:
+        """One BatchGetItem of the entries (100 keys per request, in parallel)."""
+        return await self._ledger.get_entries(tenant, response_ids)
+
     async def list_requests(
-        self, tenant: str, *, before: str | None = None, limit: int = 50
+        self,
+        tenant: str,
+        *,
+        before: str | None = None,
+        limit: int = 50,
+        after: str | None = None,
+        query: RequestQuery | None = None,
     ) -> RequestPage:
-        """One descending Query of the tenant's log partition (``limit`` items at most)."""
-        return await self._ledger.list_requests(tenant, before=before, limit=limit)
+        """Descending Queries of the tenant's log partition: one of ``limit`` + 2 items
+        unfiltered; with filters, pages until ``limit`` matches or ``REQUEST_SCAN`` examined."""
+        return await self._ledger.list_requests(
+            tenant, before=before, limit=limit, after=after, query=query
+        )
 
     async def log_request(self, entry: UsageEntry) -> None:
-        """One BatchWriteItem: the entry and its log item (2 write units under 1 KB)."""
+        """One BatchWriteItem (the entry and its log item, 2 write units under 1 KB) and the
+        ADDs of its hour and five-minute rows (1 write unit each), in parallel."""
         await self._ledger.log_only(entry)
 
     async def get_spend(self, tenant: str, now: int) -> TenantSpend:
@@ -435,6 +454,10 @@ class DynamoStore:
     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
         """One Query of the trace's partition (pages followed)."""
         return await self._traces.get(tenant, trace_id)
+
+    async def trace_of_response(self, tenant: str, response_id: str) -> str | None:
+        """One GetItem of the response's link item."""
+        return await self._traces.trace_of(tenant, response_id)
 
 
 def _true(env: Mapping[str, str], name: str) -> bool:

@@ -34,15 +34,18 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from responses_gateway.store import _sqlite_health, _sqlite_prompts
+from responses_gateway.store import _sqlite_health, _sqlite_metrics, _sqlite_prompts, _sqlite_traces
 from responses_gateway.store._background import _fencing_version
 from responses_gateway.store._calls import StoreError
 from responses_gateway.store._codec import decode_json, encode_json
 from responses_gateway.store._ledger import (
     _COUNTERS,
     _LIMITS,
+    FINE_RETENTION_DAYS,
     LEDGER_RETENTION_DAYS,
+    MAX_FINE_DAYS,
     MAX_USAGE_DAYS,
+    PageCollector,
     _entry_json,
     _entry_of,
     _log_sk,
@@ -58,6 +61,7 @@ from responses_gateway.store.base import (
     EventRead,
     ItemPage,
     RequestPage,
+    RequestQuery,
     StoredPrompt,
     StoredResponse,
     TenantSpend,
@@ -67,6 +71,8 @@ from responses_gateway.store.base import (
     UsageCounts,
     UsageEntry,
 )
+from responses_gateway.usage.metrics import entry_stats
+from responses_gateway.usage.records import FINE_WIDTH, HOUR_WIDTH
 
 __all__ = [
     "MEMORY",
@@ -299,8 +305,15 @@ _TABLES = (
     "usage_totals",
     "traces",
     "trace_spans",
+    "usage_metrics",
+    "trace_stats",
+    "trace_links",
 )
 """Every table but ``budgets``: each has ``expires_at`` (indexed) and is purged of expired rows."""
+
+_ADDED = _sqlite_metrics.CREATE + _sqlite_traces.CREATE
+"""Tables added without a schema version (``IF NOT EXISTS``), created whenever the store opens:
+a file of this version, or an older one, gains them; an older gateway ignores them."""
 
 _BACKGROUND_TABLES = ("checkpoints", "events", "terminals", "journal")
 """Tables keyed by (tenant, response_id): a response's background rows."""
@@ -451,6 +464,9 @@ class SqliteStore:
                         conn.execute(f"PRAGMA user_version = {found}")
                     if found != SCHEMA_VERSION:
                         raise _version_error(self.path, found)
+                for statement in _ADDED.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -1267,7 +1283,27 @@ class SqliteStore:
                 "VALUES (?,?,?,?,?)",
                 (entry.tenant, period, tokens, _decimal_text(spent), keep),
             )
+        self._add_metrics(conn, entry, now)
         return True
+
+    def _add_metrics(self, conn: sqlite3.Connection, entry: UsageEntry, now: int) -> None:
+        widths = {
+            HOUR_WIDTH: now + LEDGER_RETENTION_DAYS * _DAY,
+            FINE_WIDTH: now + FINE_RETENTION_DAYS * _DAY,
+        }
+        _sqlite_metrics.add_rows(conn, entry, entry_stats(entry), widths, now)
+
+    async def read_metrics(self, start: int, end: int, *, width: int) -> list[UsageBucket]:
+        """One indexed range read of ``usage_metrics``."""
+        if end <= start:
+            return []
+        first = start - start % _DAY
+        most = MAX_USAGE_DAYS if width == HOUR_WIDTH else MAX_FINE_DAYS
+        if -(-(end - first) // _DAY) > most:
+            raise ValueError(f"a read of these rows covers at most {most} days")
+        return await self._read(
+            "read_metrics", _sqlite_metrics.read_rows, start, end, width, self._now()
+        )
 
     async def read_usage(self, start: int, end: int) -> list[UsageBucket]:
         """Raises ``ValueError`` when the range covers more than ``MAX_USAGE_DAYS`` UTC days."""
@@ -1314,38 +1350,85 @@ class SqliteStore:
         return None if row is None else _entry_of(_value(row[0], row[1]))
 
     async def log_request(self, entry: UsageEntry) -> None:
+        """One transaction: the entry, and its health counters in its metrics rows."""
         body, enc = _blob(_entry_json(entry))
-        await self._write(
-            "log_request",
-            lambda conn: conn.execute(
+
+        def log(conn: sqlite3.Connection) -> None:
+            conn.execute(
                 "INSERT OR REPLACE INTO usage_entries "
                 "(tenant, response_id, expires_at, body, enc, log_key) VALUES (?,?,?,?,?,?)",
                 (entry.tenant, entry.response_id, self._expires(), body, enc, _log_sk(entry)),
-            ),
+            )
+            self._add_metrics(conn, entry, self._now())
+
+        await self._write("log_request", log)
+
+    async def get_usage_entries(self, tenant: str, response_ids: list[str]) -> list[UsageEntry]:
+        """``SELECT ... response_id IN (...)`` by primary key (500 ids per statement)."""
+        return await self._read(
+            "get_usage_entries", self._usage_entries, tenant, list(dict.fromkeys(response_ids))
         )
+
+    def _usage_entries(
+        self, conn: sqlite3.Connection, tenant: str, response_ids: list[str]
+    ) -> list[UsageEntry]:
+        found: dict[str, UsageEntry] = {}
+        for group in _groups(response_ids, _IN_CLAUSE):
+            marks = ",".join("?" * len(group))
+            for rid, body, enc in conn.execute(
+                f"SELECT response_id, body, enc FROM usage_entries WHERE tenant = ? "
+                f"AND response_id IN ({marks}) AND expires_at > ?",
+                (tenant, *group, self._now()),
+            ):
+                entry = _entry_of(_value(body, enc))
+                entry.content = None
+                found[rid] = entry
+        return [found[rid] for rid in response_ids if rid in found]
 
     async def list_requests(
-        self, tenant: str, *, before: str | None = None, limit: int = 50
+        self,
+        tenant: str,
+        *,
+        before: str | None = None,
+        limit: int = 50,
+        after: str | None = None,
+        query: RequestQuery | None = None,
     ) -> RequestPage:
-        """One indexed range read of the tenant's entries by ``log_key``, newest first."""
-        return await self._read("list_requests", self._list_requests, tenant, before, limit)
+        """Indexed range reads of the tenant's entries by ``log_key``, newest first (one,
+        unfiltered; with filters, until ``limit`` matches or ``REQUEST_SCAN`` examined)."""
+        return await self._read(
+            "list_requests", self._list_requests, tenant, before, limit, after, query
+        )
 
     def _list_requests(
-        self, conn: sqlite3.Connection, tenant: str, before: str | None, limit: int
+        self,
+        conn: sqlite3.Connection,
+        tenant: str,
+        before: str | None,
+        limit: int,
+        after: str | None,
+        query: RequestQuery | None,
     ) -> RequestPage:
-        rows, cursor = self._keyset_page(
-            conn,
-            "SELECT log_key, body, enc FROM usage_entries INDEXED BY usage_entries_log "
-            "WHERE tenant = ? AND log_key IS NOT NULL AND log_key < ? AND expires_at > ? "
-            "ORDER BY log_key DESC LIMIT ?",
-            tenant,
-            before,
-            limit,
-        )
-        entries = [_entry_of(_value(body, enc)) for _, body, enc in rows]
-        for entry in entries:
-            entry.content = None  # one record's read returns it, never a page
-        return RequestPage(entries=entries, next_cursor=cursor)
+        query = query or RequestQuery()
+        low, high = query.bounds(before, after)
+        collector = PageCollector(query, limit, low, high)
+        while not collector.done:
+            batch = collector.batch
+            rows = conn.execute(
+                "SELECT log_key, body, enc FROM usage_entries INDEXED BY usage_entries_log "
+                "WHERE tenant = ? AND log_key IS NOT NULL AND log_key > ? AND log_key < ? "
+                "AND expires_at > ? ORDER BY log_key DESC LIMIT ?",
+                (tenant, low, high, self._now(), batch),
+            ).fetchall()
+            for log_key, body, enc in rows:
+                entry = _entry_of(_value(body, enc))
+                entry.content = None  # one record's read returns it, never a page
+                high = log_key
+                if collector.offer(log_key, entry):
+                    break
+            if len(rows) < batch:
+                break
+        return collector.page()
 
     def _keyset_page(
         self,
@@ -1535,6 +1618,7 @@ class SqliteStore:
                 "(tenant, trace_id, span_id, expires_at, body, enc) VALUES (?,?,?,?,?,?)",
                 (tenant, str(span["trace_id"]), str(span["id"]), expires, body, enc),
             )
+        _sqlite_traces.add_tallies(conn, tenant, spans, expires, self._now())
 
     async def list_traces(
         self, tenant: str, *, before: str | None = None, limit: int = 50
@@ -1545,6 +1629,8 @@ class SqliteStore:
     def _list_traces(
         self, conn: sqlite3.Connection, tenant: str, before: str | None, limit: int
     ) -> TracePage:
+        from responses_gateway.store._traces import with_tally
+
         rows, cursor = self._keyset_page(
             conn,
             "SELECT listed, summary FROM traces WHERE tenant = ? AND listed < ? "
@@ -1553,7 +1639,19 @@ class SqliteStore:
             before,
             limit,
         )
-        return TracePage(traces=[json.loads(summary) for _, summary in rows], next_cursor=cursor)
+        summaries = [json.loads(summary) for _, summary in rows]
+        found = _sqlite_traces.read_tallies(
+            conn, tenant, [str(t["id"]) for t in summaries], self._now()
+        )
+        return TracePage(
+            traces=[with_tally(t, found.get(str(t["id"]))) for t in summaries],
+            next_cursor=cursor,
+        )
+
+    async def trace_of_response(self, tenant: str, response_id: str) -> str | None:
+        return await self._read(
+            "trace_of_response", _sqlite_traces.trace_of, tenant, response_id, self._now()
+        )
 
     async def get_trace(
         self, tenant: str, trace_id: str

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CLIENT_ID_HEADERS",
     "CLIENT_TOOL_CALLS",
+    "ERROR_MESSAGE_CHARS",
     "REFUSED",
     "client_ids",
     "refused_entry",
@@ -32,6 +33,8 @@ REFUSED = "refused"
 """The request-log status of a create refused before its loop ran (no response exists)."""
 _TIMES = ("started_ms", "first_token_ms")
 """Instants the service notes in a run's log; the entry keeps durations instead."""
+ERROR_MESSAGE_CHARS = 500
+"""Longest ``error.message`` a failed response's entry keeps."""
 
 CLIENT_TOOL_CALLS = frozenset(
     {
@@ -57,19 +60,23 @@ def usage_entry(
     background: bool = False,
     log: dict[str, Any] | None = None,
     ended_ms: int | None = None,
+    http_status: int | None = None,
 ) -> UsageEntry:
     """The ledger entry of the response ``state`` ended as (any status).
 
     ``log`` is the request-log part the service gathered when the request arrived (provider,
     wire, whether it is stored, the client's ids, ``started_ms``) and while it ran
-    (``first_token_ms``); with ``ended_ms`` it adds ``duration_ms``, and ``ttft_ms`` (time to
-    the first output) when the loop produced any. Never bodies, headers or keys.
+    (``first_token_ms``, the deployments that answered, the attempts that failed); with
+    ``ended_ms`` it adds ``duration_ms``, and ``ttft_ms`` (time to the first output) when the
+    loop produced any. A failed response keeps its error's code and message (the message as
+    ``Response.error`` has it, cut to :data:`ERROR_MESSAGE_CHARS`) and ``http_status``, the
+    status its client got. Never bodies, headers or keys.
     """
     extra: dict[str, Any] = {}
     for name, value in (log or {}).items():
         if name == "deployment" and isinstance(value, list):
             value = ",".join(value)  # the loop's own list: each model call's deployment, in order
-        if name not in _TIMES and value not in (None, "", {}):
+        if name not in _TIMES and value not in (None, "", {}, []):
             extra[name] = value
     started = (log or {}).get("started_ms")
     first = (log or {}).get("first_token_ms")
@@ -86,6 +93,10 @@ def usage_entry(
         extra["incomplete_reason"] = state.incomplete_reason
     if state.error and isinstance(state.error.get("code"), str):
         extra["error_code"] = state.error["code"]
+    if state.error and isinstance(state.error.get("message"), str):
+        extra["error_message"] = state.error["message"][:ERROR_MESSAGE_CHARS]
+    if http_status is not None:
+        extra["http_status"] = http_status
     return UsageEntry(
         tenant=tenant,
         response_id=state.response_id,

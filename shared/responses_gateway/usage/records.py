@@ -12,13 +12,26 @@ from decimal import Decimal
 from typing import Any
 
 __all__ = [
+    "FINE_WIDTH",
+    "HOUR_WIDTH",
+    "REQUEST_SCAN",
     "BudgetLimits",
     "RequestPage",
+    "RequestQuery",
     "TenantSpend",
     "UsageBucket",
     "UsageCounts",
     "UsageEntry",
+    "log_cursor",
 ]
+
+HOUR_WIDTH = 3600
+"""Seconds of a ledger hour row."""
+FINE_WIDTH = 300
+"""Seconds of a fine metrics row (five minutes: the overview's short ranges)."""
+REQUEST_SCAN = 1000
+"""Most request-log entries one filtered page read examines (a page that stops there carries a
+cursor to go on from)."""
 
 
 @dataclass(slots=True)
@@ -86,14 +99,20 @@ class UsageEntry:
 
 @dataclass(slots=True)
 class UsageBucket:
-    """The usage of one (hour, tenant, model, API key): one ledger counter row."""
+    """The usage of one (hour or five minutes, tenant, model, API key): one ledger counter row."""
 
     hour_start: int
-    """Unix seconds of the hour's start (UTC)."""
+    """Unix seconds of the bucket's start (UTC): an hour's, or five minutes' for fine rows."""
     tenant: str
     model: str
     api_key_id: str
     counts: UsageCounts
+    stats: dict[str, int] = field(default_factory=dict)
+    """Request health counters (statuses, latency and time-to-first-token histograms,
+    deployments' answered and failed calls), named as :mod:`responses_gateway.usage.metrics`
+    names them; empty for rows written before they existed."""
+    width: int = HOUR_WIDTH
+    """Seconds the bucket covers (:data:`HOUR_WIDTH` or :data:`FINE_WIDTH`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,3 +156,81 @@ class RequestPage:
     entries: list[UsageEntry]
     next_cursor: str | None = None
     """Pass as ``before`` to read the next (older) page; None on the last page."""
+    examined: int = 0
+    """Entries the read examined (a filtered page may examine many more than it returns)."""
+
+
+def log_cursor(entry: UsageEntry) -> str:
+    """The entry's place in its tenant's log: its end in milliseconds (13 digits), ``#``, its
+    response id. Pages are ordered by it, and it is the cursor (``before``/``after``) that
+    starts a read just past the entry, on either store."""
+    ended_ms = entry.extra.get("ended_ms")
+    if not isinstance(ended_ms, int):
+        ended_ms = entry.ended_at * 1000
+    return f"{ended_ms:013d}#{entry.response_id}"
+
+
+def _session_ids(entry: UsageEntry) -> set[str]:
+    client = entry.extra.get("client") or {}
+    return {str(value) for value in client.values()} if isinstance(client, dict) else set()
+
+
+def _deployments(entry: UsageEntry) -> list[str]:
+    raw = entry.extra.get("deployment") or ""
+    names = raw.split(",") if isinstance(raw, str) else [str(d) for d in raw]
+    return [name for name in names if name]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestQuery:
+    """What a request-log read keeps: every condition set must hold (None/empty: any)."""
+
+    statuses: frozenset[str] = frozenset()
+    """Statuses kept (``completed``, ``incomplete``, ``failed``, ``cancelled``, ``refused``...)."""
+    model: str | None = None
+    api_key_id: str | None = None
+    deployment: str | None = None
+    """A deployment that answered one of the response's model calls, or failed one."""
+    session: str | None = None
+    """Any of the client's ids (session, thread, turn, request or trace id)."""
+    since_ms: int | None = None
+    """Entries that ended at or after this instant (Unix milliseconds)."""
+    until_ms: int | None = None
+    """Entries that ended before this instant (Unix milliseconds)."""
+
+    @property
+    def filters(self) -> bool:
+        """Whether any condition besides the time range is set (the read must examine)."""
+        return bool(
+            self.statuses or self.model or self.api_key_id or self.deployment or self.session
+        )
+
+    def bounds(self, before: str | None, after: str | None) -> tuple[str, str]:
+        """The ``(low, high)`` cursor range a read covers: entries with ``low < cursor <
+        high`` (``low`` is ``""`` and ``high`` ``"~"`` when unbounded)."""
+        high = "~" if before is None else before
+        if self.until_ms is not None:
+            high = min(high, f"{self.until_ms:013d}")
+        low = "" if after is None else after
+        if self.since_ms is not None:
+            low = max(low, f"{self.since_ms - 1:013d}#~")
+        return low, high
+
+    def matches(self, entry: UsageEntry) -> bool:
+        """Whether ``entry`` passes every condition but the time range (the read's bounds)."""
+        if self.statuses and entry.status not in self.statuses:
+            return False
+        if self.model is not None and entry.model != self.model:
+            return False
+        if self.api_key_id is not None and entry.api_key_id != self.api_key_id:
+            return False
+        if self.session is not None and self.session not in _session_ids(entry):
+            return False
+        if self.deployment is not None:
+            failed = entry.extra.get("attempts_failed") or []
+            tried = _deployments(entry) + [
+                str(a.get("deployment")) for a in failed if isinstance(a, dict)
+            ]
+            if self.deployment not in tried:
+                return False
+        return True

@@ -171,12 +171,18 @@ def _clipped(value: Any, most: int | None, cut: list[bool]) -> Any:
 
 
 def logged_content(
-    input_items: list[Any], output_items: list[Any], *, limit: int = CONTENT_BYTES
+    input_items: list[Any],
+    output_items: list[Any],
+    *,
+    request: dict[str, Any] | None = None,
+    limit: int = CONTENT_BYTES,
 ) -> dict[str, Any]:
-    """``{"input", "output", "truncated"}``: the items, without any ``headers`` or
+    """``{"input", "output", "request", "truncated"}``: the items and the request's echoed
+    parameters (instructions, tools, sampling settings...), without any ``headers`` or
     ``authorization`` key, whose compressed JSON fits in ``limit`` bytes: long strings are cut
-    (to 8192, 1024, then 128 characters), then the first output items that fit are kept, then
-    the newest input items that fit; ``truncated`` says whether anything was cut."""
+    (to 8192, 1024, then 128 characters), then the parameters are left out, then the first
+    output items that fit are kept, then the newest input items that fit; ``truncated`` says
+    whether anything was cut."""
     from responses_gateway.store._codec import encode_json  # zlib and json only
 
     def fits(content: dict[str, Any]) -> bool:
@@ -188,10 +194,12 @@ def logged_content(
         content = {
             "input": _clipped(list(input_items), most, cut),
             "output": _clipped(list(output_items), most, cut),
+            "request": _clipped(dict(request or {}), most, cut),
             "truncated": cut[0],
         }
         if fits(content):
             return content
+    content["request"] = {}
     content["truncated"] = True
     whole = {"input": content["input"], "output": content["output"]}
     content["input"] = content["output"] = []
