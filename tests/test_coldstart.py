@@ -237,9 +237,10 @@ _LAMBDA_PROBE = textwrap.dedent(
                 await send("DELETE", "/v1/responses/resp_missing", 404)
                 await send("GET", "/v1/responses/resp_missing/input_items", 404)
                 await send("GET", "/v1/conversations/conv_missing", 404)
+                await send("GET", "/v1/conversations/conv_missing/items", 404)
+                report["after_reads"] = sorted(sys.modules)
                 conversation = await send("POST", "/v1/conversations", 200, {})
                 await send("GET", f"/v1/conversations/{conversation['id']}/items", 200)
-                report["after_reads"] = sorted(sys.modules)
                 items = [{"role": "user", "content": "Hi"}]
                 await send("POST", "/v1/conversations", 200, {"items": items})
                 report["after_items"] = sorted(sys.modules)
@@ -304,7 +305,8 @@ def test_the_buffered_function_imports_no_create_path(
     assert "pydantic_core" not in report["at_init"]  # JSON bodies are parsed with it: on the first
     assert not CREATE_ONLY & set(report["after_reads"])
     assert not NEVER_AT_INIT & set(report["at_init"])
-    # items are validated as a create's input: the request models load on that first use
+    # a body is validated by its door's model (items as a create's input): the request models
+    # load on the first write
     assert "responses_gateway.protocol.request" in report["after_items"]
 
 

@@ -121,6 +121,21 @@ def test_hosted_tools_policy_defaults_to_omit_and_accepts_reject() -> None:
         parse_config({"providers": [{**base, "hosted_tools": "drop"}]})
 
 
+def test_streaming_defaults_to_auto_and_accepts_on_and_off() -> None:
+    base = {"name": "p", "base_url": "http://x/v1"}
+    modes = [
+        parse_config({"providers": [{**base, **extra}]}).providers[0].streaming
+        for extra in ({}, {"streaming": "on"}, {"streaming": "off"})
+    ]
+
+    assert modes == ["auto", "on", "off"]
+    with pytest.raises(ConfigError, match="streaming must be 'auto', 'on' or 'off'"):
+        parse_config({"providers": [{**base, "streaming": False}]})
+    env = {"UPSTREAM_BASE_URL": "http://x/v1", "UPSTREAM_STREAMING": "off"}
+    single = load_config(env)
+    assert single is not None and single.providers[0].streaming == "off"
+
+
 def test_upstream_hosted_tools_variable_sets_the_single_provider_policy() -> None:
     env = {"UPSTREAM_BASE_URL": "http://x/v1", "UPSTREAM_HOSTED_TOOLS": "reject"}
 

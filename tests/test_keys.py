@@ -70,7 +70,11 @@ def test_a_revoked_local_key_stops_working_on_the_next_request(
 
 @pytest.fixture
 def plan() -> Iterator[tuple[object, str]]:
-    with mock_aws():
+    # moto's state is one per process: starting or stopping a mock that resets it would drop
+    # the tables of the embedded DynamoDB endpoints other test modules keep for the session
+    mock = mock_aws()
+    mock.start(reset=False)
+    try:
         import boto3
 
         client = boto3.client("apigateway", region_name="us-east-1")
@@ -79,6 +83,13 @@ def plan() -> Iterator[tuple[object, str]]:
             name="plan", apiStages=[{"apiId": api["id"], "stage": "prod"}]
         )["id"]
         yield client, plan_id
+        for key in client.get_api_keys()["items"]:  # what the test made, gone with it
+            client.delete_api_key(apiKey=key["id"])
+        for each in client.get_usage_plans()["items"]:
+            client.delete_usage_plan(usagePlanId=each["id"])
+        client.delete_rest_api(restApiId=api["id"])
+    finally:
+        mock.stop(remove_data=False)
 
 
 def test_deployed_keys_create_list_revoke_against_api_gateway(

@@ -38,6 +38,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from responses_gateway.adapters.latch import PROCESS_LATCH, UpgradeLatch
 from responses_gateway.api import conversations, prompts, responses, usage, websocket
+from responses_gateway.api.doors import endpoint_of
 from responses_gateway.api.limits import Limits
 from responses_gateway.api.mount import app_routes, fastapi_mounted
 from responses_gateway.api.routes import RouteTable
@@ -124,7 +125,7 @@ async def _log_refusal(request: Request, error: GatewayError) -> None:
         tenant=identity.tenant if identity is not None else UNAUTHENTICATED,
         request_id=getattr(state, "request_id", "") or new_id("req"),
         api_key_id=identity.api_key_id if identity is not None else "",
-        body=getattr(state, "create_body", None),
+        body=getattr(state, "body", None),  # the raw JSON its door read, if it got that far
         error=error,
         started_ms=getattr(state, "started_ms", 0) or int(time.time() * 1000),
         client_headers=request.headers,
@@ -220,7 +221,7 @@ def preload_create_path() -> None:
 
 async def _gateway_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, GatewayError)
-    if request.scope.get("endpoint") is responses.create_response:
+    if endpoint_of(request.scope.get("endpoint")) is responses.create_response:
         await _log_refusal(request, exc)
     return error_response(exc)
 

@@ -1,9 +1,10 @@
 """``POST /v1/responses/compact`` and ``POST /v1/responses/input_tokens``: the context of a
 would-be create, compacted or counted.
 
-Owns the steps of both endpoints between a parsed body and their answer: the transcript a create
-with this body would send (stored history from its last compaction on, then the input, with the
-gateway's compaction items expanded), and then:
+Owns the steps of both endpoints between a body their door validated
+(:mod:`responses_gateway.protocol.bodies`: the create's item and field models) and their
+answer: the transcript a create with this body would send (stored history from its last
+compaction on, then the input, with the gateway's compaction items expanded), and then:
 
 - compact: over a Responses upstream, the upstream's own ``/responses/compact`` (passed through,
   upstream errors mapped like a model call's); when that upstream has none (404/405), or over
@@ -33,6 +34,7 @@ from responses_gateway.context.tokens import TokenCount, estimate
 from responses_gateway.errors import (
     GatewayError,
     InvalidRequestError,
+    UpstreamProtocolError,
     UpstreamTransportError,
 )
 from responses_gateway.ids import new_id
@@ -46,6 +48,8 @@ from responses_gateway.loop.events import NullSink
 from responses_gateway.loop.prepared import prepare_input, to_model_items
 from responses_gateway.loop.render import normalize_usage
 from responses_gateway.loop.state import Compact, LoopState
+from responses_gateway.protocol.bodies import CompactRequest, InputTokensRequest
+from responses_gateway.protocol.request import input_items
 from responses_gateway.service import Gateway
 
 __all__ = ["SOURCE_HEADER", "Transcript", "compact", "count_input_tokens", "load_transcript"]
@@ -79,80 +83,66 @@ class Transcript:
         )
 
 
-def _body(data: Any) -> dict[str, Any]:
-    if not isinstance(data, dict):
-        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
-    if data.get("previous_response_id") and data.get("conversation"):
-        raise InvalidRequestError(
-            "Mutually exclusive parameters: Ensure you are only providing one of: "
-            "'previous_response_id' or 'conversation'.",
-            param="conversation",
-            code="mutually_exclusive_parameters",
-        )
-    raw = data.get("input")
-    if raw is not None and not isinstance(raw, str | list):
-        raise InvalidRequestError("Invalid type for 'input'.", param="input", code="invalid_type")
-    instructions = data.get("instructions")
-    if instructions is not None and not isinstance(instructions, str):
-        raise InvalidRequestError(
-            "Invalid type for 'instructions': expected a string.",
-            param="instructions",
-            code="invalid_type",
-        )
-    return data
+def _input(body: InputTokensRequest) -> str | list[dict[str, Any]] | None:
+    if body.input is None or isinstance(body.input, str):
+        return body.input
+    return input_items(body.input)
 
 
-async def load_transcript(gateway: Gateway, data: Any, tenant: str) -> Transcript:
-    """The transcript of a create with body ``data`` (``model`` optional: no model, no wire)."""
-    data = _body(data)
-    context = await gateway.load_context(
-        tenant, data.get("previous_response_id"), data.get("conversation")
-    )
-    prepared = prepare_input(data.get("input"), context_ids=context.item_ids)
-    model = data.get("model")
+async def load_transcript(gateway: Gateway, body: InputTokensRequest, tenant: str) -> Transcript:
+    """The transcript of a create with ``body`` (validated by its door; ``model`` optional:
+    no model, no wire)."""
+    context = await gateway.load_context(tenant, body.previous_response_id, body.conversation)
+    prepared = prepare_input(_input(body), context_ids=context.item_ids)
     provider: Provider | None = None
-    upstream_model, wire = str(model or ""), "none"
-    if isinstance(model, str) and model:
-        provider, upstream_model = gateway.config.route(model)
+    upstream_model, wire = body.model or "", "none"
+    if body.model:
+        provider, upstream_model = gateway.config.route(body.model)
         wire = make_adapter(provider, gateway.client, gateway.latch).wire
     items = to_model_items(from_last_compaction(context.history) + prepared.items)
-    tools = [t for t in data.get("tools") or [] if isinstance(t, dict)]
+    tools = [
+        tool.model_dump(mode="json", by_alias=True, exclude_unset=True) for tool in body.tools or ()
+    ]
     return Transcript(
         provider=provider,
         upstream_model=upstream_model,
         wire=wire,
         items=expand_compactions(items, tenant=tenant, wire=wire),
-        instructions=data.get("instructions"),
+        instructions=body.instructions,
         tools=tools,
     )
 
 
-async def count_input_tokens(gateway: Gateway, data: Any, tenant: str) -> TokenCount:
-    """The input tokens a create with body ``data`` would send, and how they were counted."""
-    transcript = await load_transcript(gateway, data, tenant)
+async def count_input_tokens(gateway: Gateway, body: InputTokensRequest, tenant: str) -> TokenCount:
+    """The input tokens a create with ``body`` would send, and how they were counted."""
+    transcript = await load_transcript(gateway, body, tenant)
     call = transcript.call()
     if transcript.provider is None:
         return TokenCount(estimate(call), "estimate")
     return await gateway.tokens.count(transcript.provider, transcript.wire, call)
 
 
-async def _native(gateway: Gateway, transcript: Transcript, data: dict[str, Any]) -> Any:
+async def _native(gateway: Gateway, transcript: Transcript, body: CompactRequest) -> Any:
     """The upstream's own ``/responses/compact`` answer; None when it has no such endpoint."""
     provider = transcript.provider
     assert provider is not None
-    body: dict[str, Any] = {"model": transcript.upstream_model, "input": transcript.items}
+    payload: dict[str, Any] = {"model": transcript.upstream_model, "input": transcript.items}
     if transcript.instructions is not None:
-        body["instructions"] = transcript.instructions
+        payload["instructions"] = transcript.instructions
     for key in ("prompt_cache_key", "service_tier"):
-        if data.get(key) is not None:
-            body[key] = data[key]
+        value = getattr(body, key)
+        if value is not None:
+            payload[key] = value
     headers = dict(provider.headers)
     if provider.api_key:
         headers["Authorization"] = f"Bearer {provider.api_key}"
     url = provider.base_url.rstrip("/") + "/responses/compact"
     try:
         answer = await gateway.client.post(
-            url, json=body, headers=headers, timeout=httpx.Timeout(provider.timeout, connect=10.0)
+            url,
+            json=payload,
+            headers=headers,
+            timeout=httpx.Timeout(provider.timeout, connect=10.0),
         )
     except httpx.HTTPError as exc:
         raise UpstreamTransportError(
@@ -185,19 +175,14 @@ def _complete_usage(compacted: dict[str, Any]) -> dict[str, Any]:
     return {**compacted, "usage": filled}
 
 
-async def compact(gateway: Gateway, data: Any, tenant: str) -> dict[str, Any]:
-    """The ``response.compaction`` object for body ``data``.
+async def compact(gateway: Gateway, body: CompactRequest, tenant: str) -> dict[str, Any]:
+    """The ``response.compaction`` object for ``body`` (validated by its door: ``model`` set).
 
     Raises:
-        GatewayError: bad input, unknown model or context, a foreign compaction blob, or the
+        GatewayError: no input, unknown model or context, a foreign compaction blob, or the
             upstream's failure (a context-length error mapped to ``context_length_exceeded``).
     """
-    data = _body(data)
-    if not isinstance(data.get("model"), str) or not data["model"]:
-        raise InvalidRequestError(
-            "Missing required parameter: 'model'.", param="model", code="missing_required_parameter"
-        )
-    transcript = await load_transcript(gateway, data, tenant)
+    transcript = await load_transcript(gateway, body, tenant)
     if not transcript.call().input:
         raise InvalidRequestError(
             "Missing required parameter: 'input'.", param="input", code="missing_required_parameter"
@@ -205,13 +190,15 @@ async def compact(gateway: Gateway, data: Any, tenant: str) -> dict[str, Any]:
     provider = transcript.provider
     assert provider is not None
     if transcript.wire == "responses":
-        native = await _native(gateway, transcript, data)
+        native = await _native(gateway, transcript, body)
+        if native is not None and not isinstance(native, dict):
+            raise UpstreamProtocolError("The upstream's compaction answer is no JSON object.")
         if native is not None:
             return _complete_usage(dict(native))
     state = LoopState(
         response_id=new_id("resp"),
         created_at=int(time.time()),
-        model=str(data["model"]),
+        model=body.model,
         request={"instructions": transcript.instructions},
         upstream_input=transcript.items,
         next_action=Compact("client"),

@@ -112,6 +112,11 @@ class Provider:
     templates render it: vLLM, SGLang, llama.cpp with reasoning parsers)."""
     send_verbosity: bool = False
     """Chat wire: send ``text.verbosity`` as ``verbosity`` (servers that accept it)."""
+    streaming: Literal["auto", "on", "off"] = "auto"
+    """Chat and harmony wires: how model calls are asked for. ``auto`` streams, and serves an
+    upstream that cannot stream a request (a 2xx answer without a single event, or JSON) from
+    the same request sent unstreamed; ``off`` always calls unstreamed; ``on`` never falls back
+    (see :mod:`responses_gateway.adapters.wire`)."""
     limits: LoopLimits = DEFAULT_LIMITS
     """The caps of each response's loop on this provider: model calls, gateway tool calls,
     wall time (``max_model_calls``, ``max_tool_calls``, ``max_loop_seconds``)."""
@@ -319,8 +324,15 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         },
         send_reasoning_content=_flag(raw, "send_reasoning_content", name),
         send_verbosity=_flag(raw, "send_verbosity", name),
+        streaming=_streaming(raw.get("streaming", "auto"), name),
         limits=_limits(raw, f"provider {name!r}", DEFAULT_LIMITS),
     )
+
+
+def _streaming(value: Any, name: str) -> Literal["auto", "on", "off"]:
+    if value not in ("auto", "on", "off"):
+        raise ConfigError(f"provider {name!r}: streaming must be 'auto', 'on' or 'off'")
+    return cast(Literal["auto", "on", "off"], value)
 
 
 def _limits(raw: Mapping[str, Any], where: str, base: LoopLimits) -> LoopLimits:
@@ -538,6 +550,7 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
                     "api_key": env.get("UPSTREAM_API_KEY") or None,
                     "api": env.get("UPSTREAM_API", "auto") or "auto",
                     "hosted_tools": env.get("UPSTREAM_HOSTED_TOOLS", "omit") or "omit",
+                    "streaming": env.get("UPSTREAM_STREAMING", "auto") or "auto",
                     "default": True,
                 }
             ]

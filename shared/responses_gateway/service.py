@@ -64,6 +64,7 @@ from responses_gateway.protocol.contract import (
     check_request,
     checked_fields,
 )
+from responses_gateway.protocol.resources import NOT_STORED, stored_item
 from responses_gateway.store.base import Store, StoredResponse
 from responses_gateway.tool_kinds import LOWERED_WIRES, hosted_tools_without_backend, kind_of
 from responses_gateway.usage.budget import BudgetGuard
@@ -636,6 +637,9 @@ class Gateway:
         resolved = await self.store.get_items(tenant, wanted) if wanted else {}
         prepared = prepare_input(raw_input, context_ids=context_ids, resolved=resolved)
         approved = plan_approvals(context.history, prepared.items)
+        stored_items = [  # as reads show them
+            stored_item(item) for item in prepared.items if item.get("type") not in NOT_STORED
+        ]
         adapter = self.adapter_for(provider)
         transcript = expand_compactions(
             to_model_items(
@@ -694,7 +698,7 @@ class Gateway:
         ledger: dict[str, Any] = {
             "api_key_id": api_key_id,
             "log": log,
-            "input_items": prepared.items,
+            "input_items": stored_items,
         }
         tool_dicts = [_tool_dict(tool) for tool in request.tools or []]
         sessions = RunMcpSessions(self.shared_mcp)
@@ -725,7 +729,7 @@ class Gateway:
             limits=self.config.limits_for(request.model),
             persist=self._persister(
                 tenant,
-                prepared.items,
+                stored_items,
                 context,
                 request.store is not False,
                 ledger,
@@ -744,7 +748,7 @@ class Gateway:
         include_obfuscation = bool(options and options.include_obfuscation)
         run = {
             "api_key_id": api_key_id,
-            "input_items": prepared.items,
+            "input_items": stored_items,
             "chain": context.chain,
             "conversation": context.conversation_id,
             "mcp_tools": [

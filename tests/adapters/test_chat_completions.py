@@ -18,6 +18,7 @@ from responses_gateway.adapters.chat_completions import (
     ChatOptions,
     to_chat_request,
 )
+from responses_gateway.adapters.wire import Streaming
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -99,17 +100,23 @@ class Upstream:
         status: int = 200,
         headers: dict[str, str] | None = None,
         raises: Exception | None = None,
+        then: Sequence[tuple[int, dict[str, str], bytes]] = (),
     ) -> None:
         self.body = body
         self.status = status
         self.headers = SSE if headers is None else headers
         self.raises = raises
+        self.then = list(then)
+        """``(status, headers, body)`` answers to the second call on (the last one repeats)."""
         self.requests: list[httpx.Request] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
         if self.raises is not None:
             raise self.raises
+        if self.then and len(self.requests) > 1:  # the answers to the calls after the first
+            status, headers, content = self.then[min(len(self.requests) - 2, len(self.then) - 1)]
+            return httpx.Response(status, headers=headers, content=content)
         if isinstance(self.body, bytes):
             return httpx.Response(self.status, headers=self.headers, content=self.body)
         return httpx.Response(self.status, headers=self.headers, stream=self.body)
@@ -143,11 +150,16 @@ class Harness:
         call: ModelCall = CALL,
         api_key: str | None = "sk-test",
         read_timeout: float | None = None,
+        streaming: Streaming = "auto",
     ) -> TurnResult:
         transport = httpx.MockTransport(upstream.handler)
         async with httpx.AsyncClient(transport=transport) as client:
             adapter = ChatCompletionsAdapter(
-                client, "http://upstream/v1/", api_key=api_key, timeout=read_timeout
+                client,
+                "http://upstream/v1/",
+                api_key=api_key,
+                timeout=read_timeout,
+                streaming=streaming,
             )
             try:
                 return await adapter.call_llm(call, self.out)
@@ -791,12 +803,14 @@ async def test_call_llm_invalid_json_line_raises_protocol_error() -> None:
         await Harness().call(upstream)
 
 
-async def test_call_llm_json_body_instead_of_stream_raises_protocol_error() -> None:
+async def test_call_llm_json_body_instead_of_stream_raises_protocol_error_when_streaming_on() -> (
+    None
+):
     h = Harness()
     body = json.dumps({"choices": [{"message": {"content": "hi"}}]}).encode()
     upstream = Upstream(body, headers={"content-type": "application/json"})
     with pytest.raises(UpstreamProtocolError, match="instead of an event stream"):
-        await h.call(upstream)
+        await h.call(upstream, streaming="on")
     assert h.sink.events == []
 
 
@@ -925,32 +939,153 @@ async def test_call_llm_text_refusal_text_keeps_all_of_it_in_two_messages() -> N
 
 
 @pytest.mark.parametrize(
-    "headers",
-    [{"content-type": "text/html; charset=utf-8"}, {"content-type": "application/json"}],
+    ("headers", "error"),
+    [
+        ({"content-type": "text/html; charset=utf-8"}, "instead of an event stream: <html>"),
+        ({"content-type": "application/json"}, "answered with invalid JSON: <html>"),
+    ],
     ids=["html", "json"],
 )
 async def test_call_llm_non_stream_content_type_raises_before_emitting(
-    headers: dict[str, str],
+    headers: dict[str, str], error: str
 ) -> None:
     h = Harness()
     upstream = Upstream(b"<html><body>Please log in</body></html>", headers=headers)
-    with pytest.raises(UpstreamProtocolError, match="instead of an event stream: <html>"):
+    with pytest.raises(UpstreamProtocolError, match=error):
         await h.call(upstream)
     assert h.sink.events == []
+    assert len(upstream.requests) == 1
 
 
 @pytest.mark.parametrize(
     "headers", [SSE, {"content-type": "text/plain"}, {}], ids=["sse", "plain", "none"]
 )
-async def test_call_llm_body_without_data_events_raises_protocol_error(
+async def test_call_llm_body_without_data_events_raises_protocol_error_when_streaming_on(
     headers: dict[str, str],
 ) -> None:
     h = Harness()
     upstream = Upstream(b"<html>\n<p>Maintenance</p>\n</html>\n", headers=headers)
     with pytest.raises(UpstreamProtocolError, match="no event stream"):
-        await h.call(upstream)
+        await h.call(upstream, streaming="on")
     assert h.trace() == [("responding",)]
     assert h.state.output == []
+    assert len(upstream.requests) == 1
+
+
+# --- call_llm: upstreams that cannot stream a request ----------------------------------------
+
+JSON = {"content-type": "application/json"}
+TOOL_TURN = ModelCall(
+    model="llama",
+    input=[
+        {"type": "message", "role": "user", "content": "Weather in Paris?"},
+        {"type": "function_call", "call_id": "call_1", "name": "weather", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "18C"},
+    ],
+    tools=[{"type": "function", "name": "weather", "parameters": {"type": "object"}}],
+)
+COMPLETION = {
+    "id": "chatcmpl-1",
+    "object": "chat.completion",
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {"id": "call_2", "type": "function",
+                     "function": {"name": "weather", "arguments": '{"city":"Lyon"}'}},
+                    {"id": "call_3", "type": "function",
+                     "function": {"name": "weather", "arguments": '{"city":"Nice"}'}},
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": USAGE,
+}  # fmt: skip
+
+
+async def test_call_llm_stream_without_events_is_asked_again_unstreamed() -> None:
+    # GIVEN a server that answers a streamed call with tools with an empty event stream (as
+    # llama-cpp-python's does with tool_choice auto), and the same call unstreamed with JSON
+    upstream = Upstream(b"", then=[(200, JSON, json.dumps(COMPLETION).encode())])
+    h = Harness()
+
+    result = await h.call(upstream, TOOL_TURN)
+
+    streamed, plain = (json.loads(r.content) for r in upstream.requests)
+    assert (streamed["stream"], streamed["stream_options"]) == (True, {"include_usage": True})
+    assert plain == {key: value for key, value in streamed.items() if key != "stream_options"} | {
+        "stream": False
+    }
+    assert upstream.requests[1].headers["accept"] == "application/json"
+    assert h.items() == [
+        function_call("weather", '{"city":"Lyon"}', "call_2"),
+        function_call("weather", '{"city":"Nice"}', "call_3"),
+    ]
+    assert result.stop == "stop"
+    assert result.usage is not None and result.usage["input_tokens"] == 10
+
+
+async def test_call_llm_streaming_off_calls_unstreamed_only() -> None:
+    answer = {"choices": [{"message": {"role": "assistant", "content": "Hello"},
+                           "finish_reason": "stop"}]}  # fmt: skip
+    upstream = Upstream(json.dumps(answer).encode(), headers=JSON)
+    h = Harness()
+
+    assert await h.call(upstream, streaming="off") == TurnResult(stop="stop", usage=None)
+
+    assert [json.loads(r.content)["stream"] for r in upstream.requests] == [False]
+    assert "stream_options" not in upstream.payload
+    assert h.items() == [message("Hello")]
+
+
+async def test_call_llm_json_answer_to_a_streamed_call_is_read() -> None:
+    answer = {"choices": [{"message": {"reasoning_content": "Hmm.", "content": "Hi"},
+                           "finish_reason": "stop"}], "usage": USAGE}  # fmt: skip
+    upstream = Upstream(json.dumps(answer).encode(), headers=JSON)
+    h = Harness()
+
+    await h.call(upstream)
+
+    assert len(upstream.requests) == 1
+    assert h.items() == [reasoning("Hmm."), message("Hi")]
+
+
+async def test_call_llm_unstreamed_error_answer_is_the_upstream_error() -> None:
+    error = {"error": {"message": "bad tools", "type": "invalid_request_error", "code": None}}
+    upstream = Upstream(b"", then=[(400, JSON, json.dumps(error).encode())])
+    h = Harness()
+
+    with pytest.raises(UpstreamStatusError) as info:
+        await h.call(upstream, TOOL_TURN)
+
+    assert info.value.status_code == 400
+    assert "bad tools" in info.value.message
+    assert h.state.output == []
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{"choices": []}, {"object": "chat.completion"}, [1, 2]],
+    ids=["no-choices", "no-choices-key", "not-an-object"],
+)
+async def test_call_llm_unstreamed_answer_without_choices_is_a_protocol_error(
+    answer: Any,
+) -> None:
+    upstream = Upstream(b"", then=[(200, JSON, json.dumps(answer).encode())])
+    with pytest.raises(UpstreamProtocolError, match="unstreamed answer"):
+        await Harness().call(upstream, TOOL_TURN)
+    assert len(upstream.requests) == 2
+
+
+async def test_call_llm_empty_stream_then_empty_stream_is_one_retry_then_a_protocol_error() -> None:
+    upstream = Upstream(b"", then=[(200, SSE, b"")])
+    with pytest.raises(UpstreamProtocolError):
+        await Harness().call(upstream, TOOL_TURN)
+    assert len(upstream.requests) == 2
 
 
 async def test_call_llm_stream_of_only_done_is_an_empty_answer() -> None:

@@ -20,6 +20,7 @@ from responses_gateway.adapters.harmony import (
     render_prompt,
     to_harmony_request,
 )
+from responses_gateway.adapters.wire import Streaming
 from responses_gateway.errors import (
     InvalidRequestError,
     ModelOutputError,
@@ -359,7 +360,13 @@ class Recorder:
 class Harness:
     """A real LoopState + OutputWriter with a recording sink, and a scripted upstream."""
 
-    def __init__(self, content: bytes = b"", status: int = 200, headers: Any = None) -> None:
+    def __init__(
+        self,
+        content: bytes = b"",
+        status: int = 200,
+        headers: Any = None,
+        then: bytes | None = None,
+    ) -> None:
         self.state = LoopState(
             response_id="resp_1", created_at=1, model="m", request={}, upstream_input=[]
         )
@@ -368,16 +375,24 @@ class Harness:
         self.content = content
         self.status = status
         self.headers = SSE if headers is None else headers
+        self.then = then
+        """A JSON answer to every call after the first."""
         self.requests: list[httpx.Request] = []
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         self.requests.append(request)
+        if self.then is not None and len(self.requests) > 1:
+            return httpx.Response(
+                200, headers={"content-type": "application/json"}, content=self.then
+            )
         return httpx.Response(self.status, headers=self.headers, content=self.content)
 
-    async def call(self, call: ModelCall = HI) -> TurnResult:
+    async def call(self, call: ModelCall = HI, streaming: Streaming = "auto") -> TurnResult:
         transport = httpx.MockTransport(self.handler)
         async with httpx.AsyncClient(transport=transport) as client:
-            adapter = HarmonyAdapter(client, "http://upstream/v1", "sk-test", today=lambda: DAY)
+            adapter = HarmonyAdapter(
+                client, "http://upstream/v1", "sk-test", today=lambda: DAY, streaming=streaming
+            )
             try:
                 return await adapter.call_llm(call, self.out)
             finally:
@@ -631,16 +646,43 @@ async def test_call_llm_text_without_special_tokens_raises_protocol_error() -> N
     assert info.value.message.startswith("The upstream model's completion ended inside a harmony")
 
 
-async def test_call_llm_json_body_instead_of_a_stream_raises_protocol_error() -> None:
+async def test_call_llm_json_body_instead_of_a_stream_raises_protocol_error_when_streaming_on() -> (
+    None
+):
     harness = Harness(
         json.dumps(chunk("x", "stop")).encode(), headers={"content-type": "application/json"}
     )
     with pytest.raises(UpstreamProtocolError) as info:
-        await harness.call()
+        await harness.call(streaming="on")
     assert info.value.message.startswith(
         "The upstream model answered with JSON instead of an event"
     )
     assert harness.sink.events == []
+
+
+async def test_call_llm_stream_without_events_is_asked_again_unstreamed() -> None:
+    # GIVEN a completions server that cannot stream this call, but answers it unstreamed
+    completion = chunk(FINAL + "Hello", "stop") | {"usage": usage_chunk(3, 2)["usage"]}
+    harness = Harness(b"", then=json.dumps(completion).encode())
+
+    result = await harness.call()
+
+    streamed, plain = (json.loads(r.content) for r in harness.requests)
+    assert (streamed["stream"], plain["stream"]) == (True, False)
+    assert "stream_options" not in plain and plain["prompt"] == streamed["prompt"]
+    assert [item["type"] for item in harness.state.output] == ["message"]
+    assert harness.state.output[0]["content"][0]["text"] == "Hello"
+    assert result.stop == "stop"
+
+
+async def test_call_llm_streaming_off_calls_unstreamed_only() -> None:
+    completion = chunk(FINAL + "Hello", "stop")
+    harness = Harness(json.dumps(completion).encode(), headers={"content-type": "application/json"})
+
+    await harness.call(streaming="off")
+
+    assert [json.loads(r.content)["stream"] for r in harness.requests] == [False]
+    assert harness.state.output[0]["content"][0]["text"] == "Hello"
 
 
 async def test_call_llm_connection_dropped_mid_stream_raises_transport_error() -> None:

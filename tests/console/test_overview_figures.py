@@ -5,11 +5,14 @@ A client drives traffic with known latencies (a fault proxy holds each upstream 
 (an unknown model: 404), streamed so it can time the first token and the answer's end, with
 prices so every response costs a known amount. Then the overview must say what the client saw:
 the same request and error counts, error rate, rate per minute, tokens and cost exactly; latency
-and time-to-first-token percentiles (nearest rank) within their histogram's bin (4.5%) plus the
-client's own overhead (30 ms). The gateway's latency runs to the answer's end, before the
-response's record and ledger entry are written (they carry it): the client's final event comes
-one store write later, which the test shows apart (``write_ms``) and bounds. On DynamoDB the page
-itself is read too: the figures it prints are the API's.
+and time-to-first-token percentiles (nearest rank) between what the upstream was made to wait
+at that rank and what the client measured, each widened by the histogram's bin (4.5%): the
+gateway's clock runs inside the client's, and the client's own overhead is not bounded on a
+shared machine (another test process can hold a core), so no wall-time margin is assumed. The
+gateway's latency runs to the answer's end, before the response's record and ledger entry are
+written (they carry it): the client's final event comes one store write later, which the test
+prints apart (``write_ms``). On DynamoDB the page itself is read too: the figures it prints are
+the API's.
 """
 
 from __future__ import annotations
@@ -190,9 +193,14 @@ def _nearest_rank(values: list[float], q: float) -> float:
     return ordered[math.ceil(q * len(ordered)) - 1]
 
 
-def _close(server: float | None, client: float) -> bool:
-    """Within the bin (4.5%) and the client's overhead over the server's own time."""
-    return server is not None and abs(server - client) <= 0.05 * client + 30
+BIN = 0.05
+"""The histogram's bin width (4.5%), rounded up."""
+
+
+def _within(server: float | None, waited: float, client: float) -> bool:
+    """At least what the upstream was made to wait, at most what the client saw (each give or
+    take a bin)."""
+    return server is not None and waited * (1 - BIN) <= server <= client * (1 + BIN)
 
 
 def test_the_overview_says_what_the_client_measured(
@@ -206,10 +214,20 @@ def test_the_overview_says_what_the_client_measured(
     ) as http:
         overview = http.get("/v1/console/overview", params={"range": "1h"}).json()
     totals = overview["totals"]
+    waits = [float(d) for d, n in DELAYS.items() for _ in range(n)]  # the streamed requests'
+    quick = [0.0] * (FAILED + REFUSED)  # failures and refusals wait for nothing
     report = {
         q: {
-            "latency": (totals["latency_ms"][q], _nearest_rank(measured.latency_ms, p)),
-            "ttft": (totals["ttft_ms"][q], _nearest_rank(measured.ttft_ms, p)),
+            "latency": (
+                totals["latency_ms"][q],
+                _nearest_rank(waits + quick, p),
+                _nearest_rank(measured.latency_ms, p),
+            ),
+            "ttft": (
+                totals["ttft_ms"][q],
+                _nearest_rank(waits, p),
+                _nearest_rank(measured.ttft_ms, p),
+            ),
         }
         for q, p in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99))
     }
@@ -229,9 +247,8 @@ def test_the_overview_says_what_the_client_measured(
     assert totals["output_tokens"] == measured.output_tokens
     assert Decimal(totals["cost_usd"]) == measured.cost
     for q, pair in report.items():
-        for name, (server, client) in pair.items():
-            assert _close(server, client), (q, name, server, client)
-    assert _nearest_rank(writes, 0.5) < 250  # the record's write the final event waits for
+        for name, (server, waited, client) in pair.items():
+            assert _within(server, waited, client), (q, name, server, waited, client)
     bucketed = sum(b["requests"] for b in overview["buckets"])
     assert bucketed == total  # every request in one of the range's buckets
 

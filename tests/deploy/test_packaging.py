@@ -24,6 +24,9 @@ ENTRY_POINTS = {
 }
 RUNTIME_PROVIDED = {"boto3"}
 """Project dependencies the Lambda Python runtime already has (not shipped in a layer)."""
+LOCAL_ONLY = {"websockets"}
+"""Project dependencies only ``serve`` uses (uvicorn's WebSocket mode): the deployed functions
+never get an upgrade (API Gateway's WebSocket API reaches the socket function)."""
 
 
 def _layer_pins() -> dict[str, Requirement]:
@@ -42,6 +45,9 @@ def test_layer_pins_are_exact_and_admitted_by_pyproject() -> None:
         name = requirement.name.lower()
         if name in RUNTIME_PROVIDED:
             assert name not in pins  # bundling botocore would add ~30 MB
+            continue
+        if name in LOCAL_ONLY:
+            assert name not in pins
             continue
         assert name in pins, f"{name} is a project dependency missing from the layer"
         (pin,) = pins[name].specifier

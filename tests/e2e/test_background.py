@@ -67,8 +67,10 @@ def calc() -> Iterator[RunningMcpServer]:
         yield server
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def hanging() -> Iterator[RunningMcpServer]:
+    """A server whose ``hang`` holds until released, once: each test gets its own (a released
+    one returns at once and stays ``started``)."""
     with start_mcp_server("hanging") as server:
         yield server
 

@@ -96,10 +96,11 @@ def test_content_is_logged_only_for_the_tenants_the_operator_names(
                 assert (parameters["store"], parameters["tools"]) == (False, [])
                 assert record["content"] == {
                     "input": [
-                        {
+                        {  # as stored: completed into the spec's item resource
                             "type": "message",
                             "role": "user",
                             "content": [{"type": "input_text", "text": "say hi"}],
+                            "status": "completed",
                         }
                     ],
                     "output": created.json()["output"],

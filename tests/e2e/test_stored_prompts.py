@@ -68,7 +68,7 @@ def test_an_operator_adds_versions_and_requests_resolve_them(
     ("body", "message"),
     [
         ({"version": "1", **V1}, "already has a version '1'"),
-        ({"instructions": 3}, "instructions is a string"),
+        ({"instructions": 3}, "Invalid type for 'instructions': expected a string"),
         ({}, "needs instructions or input"),
     ],
 )

@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from responses_gateway.adapters.responses_api import _STATUS_KEPT as STATUS_KEPT
+from responses_gateway.protocol.resources import stored_item
 from responses_gateway.testing import hosted
 from responses_gateway.testing.harmony import read_prompt
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
@@ -216,10 +217,10 @@ def test_tool_items_round_trip_to_the_next_turn(
     stored = _input_items(http, second.json()["id"])
     if form == "history":
         assert [i["type"] for i in stored] == ["message", kind.item_type, kind.answer["type"]]
-        assert stored[1] == call
-        assert _without_id(stored[2]) == answer
+        assert stored[1] == stored_item(call)
+        assert _without_id(stored[2]) == _without_id(stored_item(answer))
     else:
-        assert [_without_id(i) for i in stored] == [answer]
+        assert [_without_id(i) for i in stored] == [_without_id(stored_item(answer))]
 
 
 RESPONSES_CALLS: dict[str, tuple[Turn, dict[str, Any]]] = {
@@ -283,7 +284,7 @@ def test_tool_items_round_trip_unchanged_over_the_responses_wire(
             assert got["status"] == given["status"], given["type"]
     stored = _input_items(http, second.json()["id"])
     expected = [answer] if form != "history" else [STORED_GO, call, answer]
-    assert [_without_id(i) for i in stored] == [_without_id(i) for i in expected]
+    assert [_without_id(i) for i in stored] == [_without_id(stored_item(i)) for i in expected]
 
 
 @pytest.mark.parametrize("form", FORMS)
@@ -333,4 +334,4 @@ def test_additional_tools_stay_callable_on_later_turns_and_never_reach_the_model
     assert transcript[2]["content"] == "a pet"
     stored = _input_items(http, second.json()["id"])
     expected = [answer] if form != "history" else [extra, STORED_GO, call, answer]
-    assert [_without_id(i) for i in stored] == [_without_id(i) for i in expected]
+    assert [_without_id(i) for i in stored] == [_without_id(stored_item(i)) for i in expected]

@@ -91,14 +91,15 @@ def _calls(response: dict[str, Any]) -> list[dict[str, Any]]:
 
 def _table_ids(stack: Stack) -> set[str]:
     """The keys of every item that holds content: the usage ledger's items (a response's
-    marker ``SK = U``, hour rows ``U#<day>``, a tenant's totals ``T#<tenant>#B``, its request
-    log ``T#<tenant>#RL``) count usage of every response, stored or not, and hold no content."""
+    marker ``SK = U``, hour rows ``U#<day>``, five-minute rows ``F#<day>``, a tenant's totals
+    ``T#<tenant>#B``, its request log ``T#<tenant>#RL``) count usage of every response, stored
+    or not, and hold no content."""
     ids = set()
     pages = stack.dynamo.client.get_paginator("scan").paginate(TableName=TABLE)
     for page in pages:
         for item in page["Items"]:
             pk, sk = item["PK"]["S"], item["SK"]["S"]
-            if sk == "U" or pk.startswith("U#") or pk.endswith(("#B", "#RL")):
+            if sk == "U" or pk.startswith(("U#", "F#")) or pk.endswith(("#B", "#RL")):
                 continue
             ids.add(pk + "|" + sk)
     return ids

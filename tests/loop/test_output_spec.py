@@ -113,7 +113,7 @@ def _stream(kind: str, wire: str, cut_off: bool) -> list[dict[str, Any]]:
 
 
 @pytest.mark.parametrize("cut_off", [False, True], ids=["completed", "cut_off"])
-@pytest.mark.parametrize("wire", LOWERED_WIRES)
+@pytest.mark.parametrize("wire", sorted(LOWERED_WIRES))
 @pytest.mark.parametrize("kind", sorted(CASES))
 def test_a_kind_s_item_and_events_built_by_the_gateway_validate_against_both_specs(
     kind: str, wire: str, cut_off: bool

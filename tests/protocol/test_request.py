@@ -23,12 +23,13 @@ from responses_gateway.protocol import (
     FunctionCallItem,
     McpTool,
     MessageItem,
-    OpaqueItem,
+    RelayedItem,
     echo_fields,
     parse_create_request,
     public_server_url,
     request_input,
 )
+from responses_gateway.testing.sdk_instances import INPUT_INSTANCES
 
 MCP_SECRET_URL = "https://alice:s3cret@MCP.example.com:8443/v1/sse?token=abc#frag"
 
@@ -209,13 +210,141 @@ def _literal_strings(hint: Any) -> set[str]:
     return found
 
 
+def _sdk_instance(kind: str) -> dict[str, Any]:
+    return next(item for item in INPUT_INSTANCES[kind] if item["type"] == kind)
+
+
 @pytest.mark.parametrize("kind", OPAQUE_INPUT_ITEM_TYPES)
-def test_parse_create_request_other_sdk_item_types_kept_opaque(kind: str) -> None:
-    item = {"type": kind, "id": "x_1", "anything": [1, 2]}
+def test_parse_create_request_other_sdk_item_types_validated_and_kept(kind: str) -> None:
+    item = {**_sdk_instance(kind), "anything": [1, 2]}  # unknown keys are relayed too
     req = parse_create_request(_body(input=[item]))
     assert isinstance(req.input, list)
-    assert isinstance(req.input[0], OpaqueItem)
+    assert isinstance(req.input[0], RelayedItem)
     assert request_input(req) == [item]
+
+
+@pytest.mark.parametrize("kind", OPAQUE_INPUT_ITEM_TYPES)
+def test_parse_create_request_relayed_items_need_the_sdks_required_fields(kind: str) -> None:
+    item = _sdk_instance(kind)
+    for name in sorted(set(item) - {"type"}):
+        if (kind, name) in OPTIONAL_IN_SDK:
+            continue
+        broken = {key: value for key, value in item.items() if key != name}
+        with pytest.raises(InvalidRequestError) as caught:
+            parse_create_request(_body(input=[broken]))
+        assert (caught.value.code, caught.value.param) == (
+            "missing_required_parameter",
+            f"input[0].{name}",
+        ), name
+
+
+OPTIONAL_IN_SDK = {
+    ("computer_call", "action"),
+    ("tool_search_call", "call_id"),
+    ("tool_search_call", "execution"),
+    ("tool_search_call", "id"),
+    ("tool_search_call", "status"),
+    ("tool_search_output", "call_id"),
+    ("tool_search_output", "execution"),
+    ("tool_search_output", "status"),
+    ("configuration_update", "reasoning"),
+    ("shell_call", "status"),
+    ("apply_patch_call_output", "output"),
+    ("local_shell_call_output", "id"),  # or call_id: clients name the call either way
+}
+"""Keys the minimal SDK instances carry that the SDK's TypedDicts leave optional."""
+
+
+@pytest.mark.parametrize(
+    ("item", "param", "code"),
+    [
+        ({"type": "web_search_call", "id": ["x"], "status": "completed", "action": {}},
+         "input[0].id", "invalid_type"),
+        ({"type": "custom_tool_call", "call_id": [1], "name": "f", "input": "x"},
+         "input[0].call_id", "invalid_type"),
+        ({"type": "shell_call", "call_id": "c", "action": "ls"},
+         "input[0].action", "invalid_type"),
+        ({"type": "additional_tools", "role": "developer", "tools": [1]},
+         "input[0].tools[0]", "invalid_type"),
+        ({"type": "additional_tools", "role": "developer", "tools": [{"type": "function"}]},
+         "input[0].tools[0].name", "missing_required_parameter"),
+        ({"type": "apply_patch_call_output", "call_id": "c", "status": "done"},
+         "input[0].status", "invalid_value"),
+        ({"type": {"nested": 1}}, "input[0].type", "invalid_value"),
+        ({"type": ["message"]}, "input[0].type", "invalid_value"),
+        ({"type": "computer_call", "id": "cu", "call_id": "c", "pending_safety_checks": [],
+          "status": "completed", "action": {"type": "click", "button": "back", "x": 0, "y": []}},
+         "input[0].action.y", "invalid_type"),
+        ({"type": "computer_call", "id": "cu", "call_id": "c", "pending_safety_checks": [],
+          "status": "completed", "action": {"type": "fly"}},
+         "input[0].action.type", "invalid_value"),
+        ({"type": "tool_search_output", "tools": [{"type": "shell", "environment": []}]},
+         "input[0].tools[0].environment", "invalid_type"),
+        ({"type": "local_shell_call", "id": "ls", "call_id": "c", "status": "completed",
+          "action": {"type": "exec", "command": ["ls"], "env": {}, "working_directory": 1}},
+         "input[0].action.working_directory", "invalid_type"),
+        ({"type": "function_call_output", "call_id": "c",
+          "output": [{"type": "input_file", "file_url": None}]},
+         "input[0].output[0].file_url", "invalid_type"),
+        ({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "x", "annotations": [{"type": "url_citation"}]}]},
+         "input[0].content[0].annotations[0].url", "missing_required_parameter"),
+        ({"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "x", "annotations": [{"type": "footnote"}]}]},
+         "input[0].content[0].annotations[0].type", "invalid_value"),
+    ],
+)  # fmt: skip
+def test_parse_create_request_hostile_items_refused_by_path(
+    item: dict[str, Any], param: str, code: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(input=[item]))
+    assert (caught.value.status_code, caught.value.param, caught.value.code) == (400, param, code)
+
+
+@pytest.mark.parametrize(
+    ("tool", "param", "code"),
+    [
+        ({"type": "shell", "environment": "local"}, "tools[0].environment", "invalid_type"),
+        ({"type": "web_search", "search_context_size": "huge"},
+         "tools[0].search_context_size", "invalid_value"),
+        ({"type": "file_search", "vector_store_ids": "vs_1"},
+         "tools[0].vector_store_ids", "invalid_type"),
+        ({"type": "custom", "name": ""}, "tools[0].name", "empty_string"),
+        ({"type": "web_search", "user_location": {"timezone": 3.5}},
+         "tools[0].user_location.timezone", "invalid_type"),
+        ({"type": "file_search", "ranking_options": {"hybrid_search": {"text_weight": 1}}},
+         "tools[0].ranking_options.hybrid_search.embedding_weight", "missing_required_parameter"),
+    ],
+)  # fmt: skip
+def test_parse_create_request_hosted_tool_fields_typed(
+    tool: dict[str, Any], param: str, code: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(tools=[tool]))
+    assert (caught.value.param, caught.value.code) == (param, code)
+
+
+def test_parse_create_request_allowed_tools_choice_names_tools_as_tools_do() -> None:
+    choice = {
+        "type": "allowed_tools",
+        "mode": "auto",
+        "tools": [{"type": "function", "name": None}],
+    }
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(tool_choice=choice))
+    assert (caught.value.param, caught.value.code) == ("tool_choice.tools[0].name", "invalid_type")
+    named = {**choice, "tools": [{"type": "function", "name": "f"}, {"type": "image_generation"}]}
+    assert echo_fields(parse_create_request(_body(tool_choice=named)))["tool_choice"] == named
+
+
+def test_parse_create_request_hosted_tools_keep_what_clients_send() -> None:
+    tools = [
+        {"type": "web_search", "external_web_access": True, "search_content_types": ["text"]},
+        {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]},
+        {"type": "some_future_tool", "anything": [1]},
+    ]
+    assert echo_fields(parse_create_request(_body(tools=tools)))["tools"] == tools
 
 
 def test_parse_create_request_tools_validated_and_opaque_kept() -> None:
@@ -258,7 +387,35 @@ def test_parse_create_request_mcp_connector_id_accepted() -> None:
     ],
 )
 def test_parse_create_request_tool_choice_forms_accepted_and_echoed(choice: Any) -> None:
-    assert echo_fields(parse_create_request(_body(tool_choice=choice)))["tool_choice"] == choice
+    tools = [{"type": "function", "name": "f"}]
+    parsed = parse_create_request(_body(tool_choice=choice, tools=tools))
+    assert echo_fields(parsed)["tool_choice"] == choice
+
+
+@pytest.mark.parametrize("tools", [[], [{"type": "function", "name": "g"}, {"type": "web_search"}]])
+def test_parse_create_request_a_function_choice_the_request_does_not_offer_is_refused(
+    tools: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(tool_choice={"type": "function", "name": "f"}, tools=tools))
+    assert (caught.value.param, caught.value.code) == ("tool_choice", "invalid_value")
+
+
+@pytest.mark.parametrize(
+    ("tools", "items"),
+    [
+        ([{"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]}], []),
+        ([{"type": "tool_search"}], []),
+        ([], [{"type": "additional_tools", "role": "developer",
+               "tools": [{"type": "function", "name": "f"}]}]),
+    ],
+)  # fmt: skip
+def test_parse_create_request_a_function_offered_elsewhere_may_be_chosen(
+    tools: list[dict[str, Any]], items: list[dict[str, Any]]
+) -> None:
+    body = _body(tool_choice={"type": "function", "name": "f"}, tools=tools)
+    body["input"] = [*items, {"role": "user", "content": "hi"}]
+    assert parse_create_request(body).tool_choice is not None
 
 
 def test_parse_create_request_raw_json_bytes_same_as_dict() -> None:

@@ -1205,6 +1205,27 @@ def test_native_compact_returns_user_messages_and_one_opaque_item(
     assert upstream.compactions == 1 and compacted.object == "response.compaction"
 
 
+def test_demo_answers_json_when_the_request_asks_for_it() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+        "required": ["city", "days"],
+    }
+    chat_object = demo_turn(chat_req("Hi", response_format={"type": "json_object"}), "chat")
+    chat_schema = demo_turn(
+        chat_req("Forecast for Paris, 3 days",
+                 response_format={"type": "json_schema", "json_schema": {"schema": schema}}),
+        "chat",
+    )  # fmt: skip
+    body = resp_req("Forecast for Paris, 3 days")
+    body["text"] = {"format": {"type": "json_schema", "name": "f", "schema": schema}}
+    responses = demo_turn(body, "responses")
+
+    assert json.loads(chat_object.text or "") == {"answer": "Hello! You said: Hi"}
+    for turn in (chat_schema, responses):
+        assert json.loads(turn.text or "") == {"city": "Paris", "days": 3}
+
+
 def test_responses_an_output_answering_no_call_is_refused_as_openai_does() -> None:
     import httpx as _httpx
 

@@ -270,3 +270,28 @@ def test_demo_model_reads_the_harmony_prompt_and_its_tools(
                             '<|message|>{"city": "Paris"}')  # fmt: skip
     hello = "".join(texts(stream(http, payload("Hello there", max_output_tokens=2))))
     assert hello == "<|channel|>final<|message|>Hello! You"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "expected"),
+    [
+        ({"type": "json_object"}, {"answer": "Hello! You said: Hi"}),
+        ({"type": "json_schema", "name": "r",
+          "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}}},
+         {"ok": True}),
+    ],
+)  # fmt: skip
+def test_the_demo_reads_the_response_format_back_and_answers_json(
+    http: httpx.Client, upstream: ScriptedUpstream, fmt: dict[str, Any], expected: Any
+) -> None:
+    upstream.demo = True
+    call = ModelCall(
+        model="gpt-oss",
+        input=[{"type": "message", "role": "user", "content": "Hi"}],
+        params={"text": {"format": fmt}},
+    )
+    body = {**to_harmony_request(call, DAY), "stream": False}
+    answer = http.post("/completions", json=body)
+    assert answer.status_code == 200
+    text = answer.json()["choices"][0]["text"]
+    assert json.loads(text.split("<|message|>")[-1]) == expected

@@ -72,6 +72,8 @@ def test_hourly_pages_follow_next_page() -> None:
     [
         ({}, "start_time"),
         ({"start_time": "x"}, "start_time"),
+        ({"start_time": -(10**40), "end_time": 0}, "start_time"),
+        ({"start_time": T0, "end_time": 10**30}, "end_time"),
         ({"start_time": T0, "end_time": T0}, "end_time"),
         ({"start_time": T0, "bucket_width": "1m"}, "bucket_width"),
         ({"start_time": T0, "limit": 32}, "limit"),

@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from responses_gateway.adapters.base import ModelCall
-from responses_gateway.adapters.wire import EndpointAdapter, loads_json, read_event_stream
+from responses_gateway.adapters.wire import EndpointAdapter, loads_json, read_model_answer
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -658,6 +658,53 @@ class ChatCompletionsAdapter(EndpointAdapter):
         """
         payload = to_chat_request(call, self.options)
         stream = _ChatStream(out, logprobs=LOGPROBS in (call.params.get("include") or ()))
-        await read_event_stream(self._endpoint, payload, chat_status_error, out, stream)
+        await read_model_answer(
+            self._endpoint,
+            payload,
+            chat_status_error,
+            out,
+            stream,
+            as_events=completion_events,
+            streaming=self.streaming,
+        )
         stream.flush()
         return stream.result()
+
+
+_MESSAGE_KEYS = ("role", "content", "refusal", "reasoning_content", "reasoning")
+_CHOICE_KEYS = ("index", "text", "logprobs")
+
+
+def completion_events(answer: Any) -> list[str]:
+    """An unstreamed chat completion (or text completion) as the one stream chunk holding all of
+    it: each choice's ``message`` as its ``delta`` (tool calls indexed in order), its
+    ``finish_reason``, ``logprobs`` and the ``usage``; an error answer as the error chunk a
+    stream would carry. :func:`responses_gateway.adapters.wire.read_model_answer` feeds it to the
+    stream parser."""
+    if not isinstance(answer, dict):
+        raise UpstreamProtocolError("The upstream model's unstreamed answer is no object.")
+    if answer.get("error") is not None:
+        return [json.dumps({"error": answer["error"]})]
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise UpstreamProtocolError("The upstream model's unstreamed answer has no choices.")
+    chunk: dict[str, Any] = {"choices": [_choice_chunk(c) for c in choices if isinstance(c, dict)]}
+    if answer.get("usage") is not None:
+        chunk["usage"] = answer["usage"]
+    return [json.dumps(chunk)]
+
+
+def _choice_chunk(choice: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {key: choice[key] for key in _CHOICE_KEYS if key in choice}
+    message = choice.get("message")
+    if isinstance(message, dict):
+        delta = {key: message[key] for key in _MESSAGE_KEYS if message.get(key) is not None}
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [
+                {**call, "index": index}
+                for index, call in enumerate(c for c in calls if isinstance(c, dict))
+            ]
+        out["delta"] = delta
+    out["finish_reason"] = choice.get("finish_reason") or "stop"
+    return out

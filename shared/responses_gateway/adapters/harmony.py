@@ -73,9 +73,10 @@ from responses_gateway.adapters.chat_completions import (
     LOGPROBS,
     chat_status_error,
     chat_usage,
+    completion_events,
     parse_chunk,
 )
-from responses_gateway.adapters.wire import EndpointAdapter, read_event_stream
+from responses_gateway.adapters.wire import EndpointAdapter, Streaming, read_model_answer
 from responses_gateway.errors import (
     InvalidRequestError,
     ModelOutputError,
@@ -717,8 +718,9 @@ class HarmonyAdapter(EndpointAdapter):
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
         today: Callable[[], date] = _today,
+        streaming: Streaming = "auto",
     ) -> None:
-        super().__init__(client, base_url, api_key, headers, timeout)
+        super().__init__(client, base_url, api_key, headers, timeout, streaming)
         self._today = today
         self._encoding: Any = None
 
@@ -744,7 +746,15 @@ class HarmonyAdapter(EndpointAdapter):
             single_call=call.params.get("parallel_tool_calls") is False,
             logprobs=LOGPROBS in (call.params.get("include") or ()),
         )
-        await read_event_stream(self._endpoint, payload, chat_status_error, out, stream)
+        await read_model_answer(
+            self._endpoint,
+            payload,
+            chat_status_error,
+            out,
+            stream,
+            as_events=completion_events,
+            streaming=self.streaming,
+        )
         stream.finish()
         if stream.discarded:
             logger.info(

@@ -134,16 +134,17 @@ def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeL
         send_reasoning_content=provider.send_reasoning_content,
         send_verbosity=provider.send_verbosity,
     )
+    streaming = provider.streaming
     if provider.api == "chat":
-        return ChatCompletionsAdapter(*args, timeout=timeout, options=options)
+        return ChatCompletionsAdapter(*args, timeout=timeout, options=options, streaming=streaming)
     if provider.api == "responses":
         return ResponsesAdapter(*args, timeout=timeout)
     if provider.api == "harmony":
-        return HarmonyAdapter(*args, timeout=timeout)
+        return HarmonyAdapter(*args, timeout=timeout, streaming=streaming)
     if auto_wire(provider.base_url) == "responses":
         return ResponsesAdapter(*args, timeout=timeout)
     return AutoAdapter(
-        ChatCompletionsAdapter(*args, timeout=timeout, options=options),
+        ChatCompletionsAdapter(*args, timeout=timeout, options=options, streaming=streaming),
         ResponsesAdapter(*args, timeout=timeout),
         provider.base_url,
         latch,

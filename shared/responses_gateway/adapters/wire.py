@@ -6,6 +6,15 @@ shared by all wire formats: upstream JSON is decoded so that no lone UTF-16
 surrogate (a JSON escape like ``"\\ud83d"`` with no partner) survives into our own output, which
 no UTF-8 encoder accepts; and which headers of an upstream HTTP error are passed on to the client
 (``retry-after``, so the SDK's backoff honours the provider's). Nothing here parses a wire format.
+
+Upstreams that cannot stream a request are still served (:func:`read_model_answer`, per provider
+``streaming``): ``auto`` (the default) streams, and when a 2xx answer holds no data event at all
+(llama-cpp-python's server raises inside its stream when tools come with ``tool_choice: "auto"``
+and answers 200 with an empty event stream) sends the same request once more unstreamed, and when
+a server answers a streamed request with JSON it reads that JSON; ``off`` always calls unstreamed;
+``on`` never falls back. Either way the answer reaches the wire's own stream parser: each adapter
+turns an unstreamed body into the data events its stream would have held (``as_events``), so what
+the loop sees does not depend on how the upstream answered.
 """
 
 from __future__ import annotations
@@ -13,10 +22,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import httpx
 
@@ -32,15 +42,28 @@ if TYPE_CHECKING:
 _NOT_A_STREAM = ("application/json", "text/html")
 """Content types of 2xx answers that are surely no event stream."""
 
+Streaming = Literal["auto", "on", "off"]
+"""How an adapter asks its upstream for an answer (the provider's ``streaming``)."""
+
+AsEvents = Callable[[Any], list[str]]
+"""An unstreamed answer (parsed JSON) as the data payloads its event stream would have held."""
+
+logger = logging.getLogger(__name__)
+
 __all__ = [
+    "AsEvents",
     "EndpointAdapter",
     "EventConsumer",
+    "NoEventStream",
+    "Streaming",
     "UpstreamEndpoint",
     "clean_surrogates",
     "finish_reading",
     "loads_json",
     "passed_headers",
     "read_event_stream",
+    "unstreamed",
+    "read_model_answer",
 ]
 
 _TRAILER_WAIT = 0.5
@@ -197,6 +220,47 @@ class UpstreamEndpoint:
         except httpx.DecodingError as exc:
             raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
 
+    async def post_json(
+        self, payload: dict[str, Any], status_error: Callable[[int, str], UpstreamStatusError]
+    ) -> Any:
+        """POST ``payload`` unstreamed and return its 2xx JSON answer, decoded.
+
+        Raises:
+            UpstreamStatusError: a non-2xx answer (as :meth:`stream` raises it).
+            UpstreamTransportError: the upstream could not be reached, timed out or dropped.
+            UpstreamProtocolError: the answer is not JSON.
+        """
+        headers = {**self.headers, "Accept": "application/json"}
+        timeout = httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout
+        try:
+            response = await self.client.post(
+                self.target or self.url, json=payload, headers=headers, timeout=timeout
+            )
+        except httpx.TimeoutException as exc:
+            raise UpstreamTransportError(
+                f"The upstream model timed out: {type(exc).__name__}"
+            ) from exc
+        except httpx.TransportError as exc:
+            raise UpstreamTransportError(
+                f"The upstream model could not be reached: {type(exc).__name__}"
+            ) from exc
+        except httpx.DecodingError as exc:
+            raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
+        if not response.is_success:
+            error = status_error(response.status_code, response.text)
+            error.headers.update(passed_headers(response))
+            raise error
+        return _json_answer(response.text)
+
+
+def _json_answer(text: str) -> Any:
+    try:
+        return loads_json(text)
+    except ValueError as exc:
+        raise UpstreamProtocolError(
+            "The upstream model answered with invalid JSON: " + text[:200]
+        ) from exc
+
 
 class EndpointAdapter:
     """Base of the adapters that stream from one HTTP endpoint under ``base_url``.
@@ -208,6 +272,7 @@ class EndpointAdapter:
         headers: extra headers for every call.
         timeout: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
             client's own timeouts.
+        streaming: how answers are asked for (:data:`Streaming`, the provider's ``streaming``).
     """
 
     path: ClassVar[str]
@@ -220,8 +285,10 @@ class EndpointAdapter:
         api_key: str | None = None,
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
+        streaming: Streaming = "auto",
     ) -> None:
         self._endpoint = UpstreamEndpoint.at(client, base_url, self.path, api_key, headers, timeout)
+        self.streaming: Streaming = streaming
 
 
 class EventConsumer(Protocol):
@@ -237,16 +304,22 @@ class EventConsumer(Protocol):
         ...
 
 
+class NoEventStream(UpstreamProtocolError):
+    """A 2xx answer to a streamed call whose body held no data event."""
+
+
 async def read_event_stream(
     endpoint: UpstreamEndpoint,
     payload: dict[str, Any],
     status_error: Callable[[int, str], UpstreamStatusError],
     out: OutputWriter,
     consumer: EventConsumer,
+    as_events: AsEvents | None = None,
 ) -> None:
     """POST ``payload`` and feed the answer's SSE data events to ``consumer`` until it is done.
 
-    A 2xx answer that is JSON or HTML, or a stream without a single data event, is an
+    A 2xx answer that is HTML, JSON (unless ``as_events`` reads it: a server that ignored
+    ``stream``), or a stream without a single data event (:class:`NoEventStream`) is an
     :class:`UpstreamProtocolError`; the body is read to its end when the consumer stops early,
     so the connection is reused.
     """
@@ -256,6 +329,12 @@ async def read_event_stream(
         content_type = response.headers.get("content-type", "")
         if content_type.startswith(_NOT_A_STREAM):
             await response.aread()
+            if as_events is not None and content_type.startswith("application/json"):
+                logger.info("the upstream answered a streamed call with JSON: reading that")
+                answer = as_events(_json_answer(response.text))
+                out.upstream_responding()
+                _feed(consumer, answer)
+                return
             kind = "JSON" if content_type.startswith("application/json") else "HTML"
             raise UpstreamProtocolError(
                 f"The upstream model answered with {kind} instead of an event stream: "
@@ -269,6 +348,61 @@ async def read_event_stream(
                     await finish_reading(events)  # so the connection is reused
                     break
     if not consumer.decoded:
-        raise UpstreamProtocolError(
+        raise NoEventStream(
             "The upstream model answered with no event stream: its body held no data events."
         )
+
+
+def _feed(consumer: EventConsumer, data: list[str]) -> None:
+    for payload in data:
+        if consumer.feed(payload):
+            return
+
+
+def unstreamed(payload: dict[str, Any]) -> dict[str, Any]:
+    """A streamed request's payload, asking for one JSON answer instead."""
+    plain = {key: value for key, value in payload.items() if key != "stream_options"}
+    plain["stream"] = False
+    return plain
+
+
+async def read_model_answer(
+    endpoint: UpstreamEndpoint,
+    payload: dict[str, Any],
+    status_error: Callable[[int, str], UpstreamStatusError],
+    out: OutputWriter,
+    consumer: EventConsumer,
+    *,
+    as_events: AsEvents,
+    streaming: Streaming = "auto",
+) -> None:
+    """Read one model call's answer (``payload`` asks for a stream) into ``consumer``: streamed,
+    or unstreamed as ``streaming`` says (see the module docstring).
+
+    Raises:
+        UpstreamStatusError: the upstream answered with an HTTP error.
+        UpstreamTransportError: the upstream could not be reached, timed out or dropped.
+        UpstreamProtocolError: no answer the wire's parser can read (also after the fallback).
+    """
+    if streaming != "off":
+        try:
+            await read_event_stream(
+                endpoint,
+                payload,
+                status_error,
+                out,
+                consumer,
+                as_events if streaming == "auto" else None,
+            )
+            return
+        except NoEventStream:
+            if streaming != "auto" or consumer.decoded:
+                raise
+            logger.warning(
+                "the upstream answered a streamed call with no event: calling it again unstreamed"
+            )
+    answer = as_events(await endpoint.post_json(unstreamed(payload), status_error))
+    out.upstream_responding()
+    _feed(consumer, answer)
+    if not consumer.decoded:
+        raise UpstreamProtocolError("The upstream model's unstreamed answer held no output.")

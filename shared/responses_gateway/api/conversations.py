@@ -1,7 +1,10 @@
 """Routes of ``/v1/conversations``: the conversation and its ordered items.
 
-Owns request parsing and response shapes of the Conversations API. Items are canonicalized like a
-response's input (every item gets an id); appends are ordered and atomic in the store.
+Owns the response shapes of the Conversations API. The bodies are each door's model
+(:mod:`responses_gateway.protocol.bodies`, validated before a handler runs); items are validated
+as a response's input items, canonicalized like them (every item gets an id, references
+resolved) and stored completed into the spec's item resources, so every item read back
+validates; appends are ordered and atomic in the store.
 """
 
 from __future__ import annotations
@@ -17,10 +20,9 @@ from responses_gateway.api.deps import (
     page_params,
     tenant_of,
 )
-from responses_gateway.api.limits import read_json
 from responses_gateway.api.responses import read_include
-from responses_gateway.api.routes import RouteTable
-from responses_gateway.errors import InvalidRequestError, NotFoundError
+from responses_gateway.api.routes import Door, RouteTable
+from responses_gateway.errors import NotFoundError
 from responses_gateway.ids import new_id
 from responses_gateway.protocol.contract import include_gated
 from responses_gateway.service import conversation_not_found
@@ -34,81 +36,38 @@ __getattr__ = routes.module_getattr(__name__)
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
+    from responses_gateway.protocol.bodies import (
+        ConversationCreateRequest,
+        ConversationItemsRequest,
+        ConversationUpdateRequest,
+    )
+
     router: APIRouter
     """These routes as one FastAPI router (built on first access)."""
 
-_MAX_ITEMS = 20
+_MODELS = "responses_gateway.protocol.bodies:"
+CREATE = Door(_MODELS + "ConversationCreateRequest", empty=True)
+UPDATE = Door(_MODELS + "ConversationUpdateRequest")
+ADD_ITEMS = Door(_MODELS + "ConversationItemsRequest")
 
 
-async def _body(request: Request) -> dict[str, Any]:
-    tenant_of(request)  # authenticate before reading the body
-    data, _ = await read_json(request, allow_empty=True)
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
-    return data
-
-
-def _metadata(value: Any) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise InvalidRequestError(
-            "Invalid type for 'metadata': expected an object.",
-            param="metadata",
-            code="invalid_type",
-        )
-    if len(value) > 16:
-        raise InvalidRequestError(
-            "Invalid 'metadata': too many properties. Expected an object with at most 16 "
-            f"properties, but got an object with {len(value)} properties instead.",
-            param="metadata",
-            code="object_above_max_properties",
-        )
-    for key, item in value.items():
-        if len(key) > 64:
-            raise InvalidRequestError(
-                f"Invalid 'metadata': key '{key[:70]}' is longer than 64 characters.",
-                param="metadata",
-                code="string_above_max_length",
-            )
-        if not isinstance(item, str) or len(item) > 512:
-            raise InvalidRequestError(
-                f"Invalid 'metadata.{key}': expected a string of at most 512 characters.",
-                param=f"metadata.{key}",
-                code="invalid_value",
-            )
-    return dict(value)
-
-
-def _items(value: Any) -> list[dict[str, Any]]:
-    if value is None:
+async def _stored_items(request: Request, items: list[Any] | None) -> list[dict[str, Any]]:
+    """Validated items as a conversation stores them: canonical (ids minted), references to the
+    tenant's stored items resolved (else 400 ``item_not_found`` on ``items[i]``), and completed
+    into the spec's item resources (``status`` and the rest: see
+    :mod:`responses_gateway.protocol.resources`)."""
+    if not items:
         return []
-    if not isinstance(value, list) or not all(isinstance(i, dict) for i in value):
-        raise InvalidRequestError(
-            "Invalid type for 'items': expected an array of objects.",
-            param="items",
-            code="invalid_type",
-        )
-    if len(value) > _MAX_ITEMS:
-        raise InvalidRequestError(
-            f"Invalid 'items': array too long. Expected an array with maximum length "
-            f"{_MAX_ITEMS}, but got an array with length {len(value)} instead.",
-            param="items",
-            code="array_above_max_length",
-        )
-    from responses_gateway.loop.prepared import prepare_input  # a create's: on first use
-    from responses_gateway.protocol.request import parse_create_request, request_input
+    from responses_gateway.loop.prepared import prepare_input, reference_ids  # on first use
+    from responses_gateway.protocol.request import input_items
+    from responses_gateway.protocol.resources import stored_item
 
-    try:  # the same item rules as a response's input
-        parsed = parse_create_request({"model": "-", "input": value})
-    except InvalidRequestError as error:
-        if error.param and error.param.startswith("input"):
-            error.param = "items" + error.param.removeprefix("input")
-            error.message = error.message.replace("'input", "'items")
-        raise
-    return prepare_input(request_input(parsed)).items
+    raw = input_items(items)
+    wanted = reference_ids(raw)
+    store = gateway_of(request).store
+    resolved = await store.get_items(tenant_of(request), wanted) if wanted else {}
+    prepared = prepare_input(raw, resolved=resolved, param="items")
+    return [stored_item(item) for item in prepared.items]
 
 
 async def _conversation(request: Request, conversation_id: str) -> Conversation:
@@ -122,16 +81,16 @@ def _item_not_found(item_id: str) -> NotFoundError:
     return NotFoundError(f"Item with id '{item_id}' not found.", param="item_id")
 
 
-@routes.post("")
-async def create_conversation(request: Request) -> dict[str, Any]:
-    data = await _body(request)
+@routes.post("", body=CREATE)
+async def create_conversation(request: Request, body: ConversationCreateRequest) -> dict[str, Any]:
     conversation = Conversation(
         tenant=tenant_of(request),
         id=new_id("conv"),
         created_at=int(time.time()),
-        metadata=_metadata(data.get("metadata")),
+        metadata=dict(body.metadata or {}),
     )
-    await gateway_of(request).store.create_conversation(conversation, _items(data.get("items")))
+    items = await _stored_items(request, body.items)
+    await gateway_of(request).store.create_conversation(conversation, items)
     return conversation.to_object()
 
 
@@ -140,17 +99,12 @@ async def retrieve_conversation(request: Request, conversation_id: str) -> dict[
     return (await _conversation(request, conversation_id)).to_object()
 
 
-@routes.post("/{conversation_id}")
-async def update_conversation(request: Request, conversation_id: str) -> dict[str, Any]:
-    data = await _body(request)
-    if "metadata" not in data:
-        raise InvalidRequestError(
-            "Missing required parameter: 'metadata'.",
-            param="metadata",
-            code="missing_required_parameter",
-        )
+@routes.post("/{conversation_id}", body=UPDATE)
+async def update_conversation(
+    request: Request, body: ConversationUpdateRequest, conversation_id: str
+) -> dict[str, Any]:
     updated = await gateway_of(request).store.update_conversation(
-        tenant_of(request), conversation_id, _metadata(data["metadata"])
+        tenant_of(request), conversation_id, dict(body.metadata or {})
     )
     if updated is None:
         raise conversation_not_found(conversation_id)
@@ -164,17 +118,12 @@ async def delete_conversation(request: Request, conversation_id: str) -> dict[st
     return {"id": conversation_id, "object": "conversation.deleted", "deleted": True}
 
 
-@routes.post("/{conversation_id}/items")
-async def create_items(request: Request, conversation_id: str) -> dict[str, Any]:
-    data = await _body(request)
-    if "items" not in data:
-        raise InvalidRequestError(
-            "Missing required parameter: 'items'.",
-            param="items",
-            code="missing_required_parameter",
-        )
-    items = _items(data["items"])
+@routes.post("/{conversation_id}/items", body=ADD_ITEMS)
+async def create_items(
+    request: Request, body: ConversationItemsRequest, conversation_id: str
+) -> dict[str, Any]:
     await _conversation(request, conversation_id)
+    items = await _stored_items(request, body.items)
     try:
         await gateway_of(request).store.append_items(tenant_of(request), conversation_id, items)
     except LookupError:

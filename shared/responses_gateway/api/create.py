@@ -14,24 +14,22 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import gateway_of, identity_of, timing_of
-from responses_gateway.api.limits import limits_of, off_loop_if_large, read_json
+from responses_gateway.api.limits import limits_of
 from responses_gateway.api.responses import DEPLOYMENT_HEADER, OMITTED_TOOLS_HEADER
 from responses_gateway.api.streaming import run_buffered, run_streamed, stream_log
 from responses_gateway.background.runs import start_background
 from responses_gateway.loop.render import render_response
-from responses_gateway.protocol.request import parse_create_request
+from responses_gateway.protocol.request import CreateResponseRequest
 from responses_gateway.service import PreparedRun
 
 __all__ = ["create", "signal_omitted"]
 
 
-async def create(request: Request) -> Response:
-    """Serve one create (see :func:`~responses_gateway.api.responses.create_response`)."""
+async def create(request: Request, parsed: CreateResponseRequest) -> Response:
+    """Serve one create whose body its door validated (see
+    :func:`~responses_gateway.api.responses.create_response`)."""
     gateway = gateway_of(request)
-    identity = identity_of(request)  # authenticate before reading the body
-    data, size = await read_json(request)
-    request.state.create_body = data  # a refusal's request-log record reads model and ids
-    parsed = await off_loop_if_large(size, parse_create_request, data)
+    identity = identity_of(request)
     run = await gateway.prepare(
         parsed, identity.tenant, api_key_id=identity.api_key_id, client_headers=request.headers
     )

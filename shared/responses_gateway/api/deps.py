@@ -197,11 +197,17 @@ def page_params(request: Request) -> Page:
 
 
 def list_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    """The API's list shape."""
+    """The API's list shape. ``first_id`` and ``last_id`` are strings, as OpenAI's spec and
+    SDK type them: ``""`` for an empty page (nothing to page from)."""
     return {
         "object": "list",
         "data": data,
-        "first_id": data[0].get("id") if data else None,
-        "last_id": data[-1].get("id") if data else None,
+        "first_id": _item_id(data[0]) if data else "",
+        "last_id": _item_id(data[-1]) if data else "",
         "has_more": has_more,
     }
+
+
+def _item_id(item: dict[str, Any]) -> str:
+    ident = item.get("id")
+    return ident if isinstance(ident, str) else ""

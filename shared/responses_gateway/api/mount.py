@@ -9,7 +9,9 @@ exactly the declared ones (no implicit ``HEAD``). :class:`HandlerRoute` does the
 importing FastAPI (a cold start then never pays for it). FastAPI still serves the console's
 routes, mounted on their first request (:func:`fastapi_mounted`).
 
-Must not import FastAPI at import, nor decide anything about a request: the handlers do.
+Must not import FastAPI at import, nor decide anything about a request: the handlers do (and
+a route's declared body is validated by :mod:`responses_gateway.api.doors`, for Starlette's routes
+and FastAPI's alike).
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from responses_gateway.api.routes import RouteSpec, RouteTable, path_param_names
+from responses_gateway.api.doors import served
+from responses_gateway.api.routes import RouteSpec, RouteTable
 
 __all__ = [
     "HandlerRoute",
@@ -48,30 +51,16 @@ def json_answer(value: Any) -> Response:
         return JSONResponse(jsonable_encoder(value))
 
 
-def _path_params(spec: RouteSpec) -> list[str]:
-    """The endpoint's parameters besides the request: each must name a path segment."""
-    names = path_param_names(spec.path, spec.endpoint)
-    if names is None:
-        raise TypeError(
-            f"route {spec.path}: {spec.endpoint.__name__} takes more than path parameters"
-        )
-    return names
-
-
 class HandlerRoute(Route):
-    """An HTTP route serving one of the gateway's handlers, as FastAPI's route would."""
+    """An HTTP route serving one of the gateway's handlers, as FastAPI's route would (its
+    declared body validated first: :func:`~responses_gateway.api.doors.served`)."""
 
     def __init__(self, spec: RouteSpec) -> None:
         endpoint = spec.endpoint
-        names = _path_params(spec)
+        handler = served(spec)
 
         async def handle(request: Request) -> Response:
-            if names:
-                params = request.path_params
-                value = await endpoint(request, **{name: params[name] for name in names})
-            else:
-                value = await endpoint(request)
-            return json_answer(value)
+            return json_answer(await handler(request))
 
         super().__init__(spec.path, handle, methods=spec.methods, name=endpoint.__name__)
         self.endpoint = endpoint  # what ``scope["endpoint"]`` names, as under FastAPI

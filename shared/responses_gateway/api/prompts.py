@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 
 from responses_gateway.api.deps import gateway_of
-from responses_gateway.api.limits import read_json
-from responses_gateway.api.routes import RouteTable
+from responses_gateway.api.routes import Door, RouteTable
 from responses_gateway.api.usage import require_operator
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 from responses_gateway.prompts import (
@@ -37,10 +36,12 @@ __getattr__ = routes.module_getattr(__name__)
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
+    from responses_gateway.protocol.bodies import PromptVersionRequest
+
     router: APIRouter
     """These routes as one FastAPI router (built on first access)."""
 
-_BODY_KEYS = ("instructions", "input")
+_VERSION = "responses_gateway.protocol.bodies:PromptVersionRequest"
 
 
 def _prompt_object(
@@ -55,12 +56,10 @@ def _prompt_object(
     }
 
 
-@routes.post("/{prompt_id}/versions")
-async def create_prompt_version(request: Request, prompt_id: str) -> dict[str, Any]:
-    require_operator(request)
-    data, _ = await read_json(request)
-    if not isinstance(data, dict):
-        raise InvalidRequestError("The request body must be a JSON object.", code="invalid_type")
+@routes.post("/{prompt_id}/versions", body=Door(_VERSION, guard=require_operator))
+async def create_prompt_version(
+    request: Request, body: PromptVersionRequest, prompt_id: str
+) -> dict[str, Any]:
     gateway = gateway_of(request)
     if prompt_id in gateway.config.prompts:
         raise InvalidRequestError(
@@ -70,20 +69,23 @@ async def create_prompt_version(request: Request, prompt_id: str) -> dict[str, A
             code="invalid_value",
         )
     stored = await gateway.store.get_prompt(prompt_id)
-    version = data.get("version")
-    if version is not None and (not isinstance(version, str | int) or isinstance(version, bool)):
-        raise InvalidRequestError("'version' must be a string.", param="version")
-    version = (
-        str(version) if version is not None else next_version(stored.versions if stored else ())
-    )
-    body = {k: data[k] for k in _BODY_KEYS if data.get(k) is not None}
+    version = body.version or next_version(stored.versions if stored else ())
+    template: dict[str, Any] = {}
+    if body.instructions is not None:
+        template["instructions"] = body.instructions
+    if body.input:  # the messages as the operator wrote them
+        template["input"] = [
+            item.model_dump(mode="json", by_alias=True, exclude_unset=True) for item in body.input
+        ]
     try:
-        parse_version(prompt_id, version, body)
+        parse_version(prompt_id, version, template)
     except PromptConfigError as exc:
         raise InvalidRequestError(f"Invalid prompt version: {exc}.", code="invalid_value") from exc
-    make_default = data.get("default") is not False  # the newest version, unless told not
+    make_default = body.default is not False  # the newest version, unless told not
     try:
-        await gateway.store.put_prompt_version(prompt_id, version, body, make_default=make_default)
+        await gateway.store.put_prompt_version(
+            prompt_id, version, template, make_default=make_default
+        )
     except PromptVersionExists:
         raise InvalidRequestError(
             f"Prompt '{prompt_id}' already has a version '{version}' (versions never change: "
@@ -91,7 +93,7 @@ async def create_prompt_version(request: Request, prompt_id: str) -> dict[str, A
             param="version",
             code="invalid_value",
         ) from None
-    return {"id": prompt_id, "object": "prompt.version", "version": version, **body,
+    return {"id": prompt_id, "object": "prompt.version", "version": version, **template,
             "default": make_default}  # fmt: skip
 
 

@@ -1,6 +1,8 @@
 """Routes of ``/v1/responses``: create, retrieve, delete, input items, input tokens, compact.
 
-Owns request parsing and response shapes of these routes. Creating runs the shared loop through
+Owns the response shapes of these routes and which body each door takes (a
+:class:`~responses_gateway.api.routes.Door`: validated before the handler runs, by
+:mod:`responses_gateway.api.doors`). Creating runs the shared loop through
 :mod:`responses_gateway.api.create` (imported on the first create: the buffered function serves
 none) and :mod:`responses_gateway.api.streaming`; everything else reads or deletes stored
 records.
@@ -14,8 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from responses_gateway.api.deps import gateway_of, list_object, page_params, tenant_of, timing_of
-from responses_gateway.api.limits import read_json
-from responses_gateway.api.routes import RouteTable
+from responses_gateway.api.routes import Door, RouteTable
 from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import cancel_run, end_if_lost
 from responses_gateway.errors import InvalidRequestError, NotFoundError
@@ -32,6 +33,9 @@ __getattr__ = routes.module_getattr(__name__)
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
+    from responses_gateway.protocol.bodies import CompactRequest, InputTokensRequest
+    from responses_gateway.protocol.request import CreateResponseRequest
+
     router: APIRouter
     """These routes as one FastAPI router (built on first access)."""
 
@@ -47,11 +51,17 @@ async def _stored(request: Request, response_id: str) -> StoredResponse:
     return record
 
 
-@routes.post("")
-async def create_response(request: Request) -> Response:
+_MODELS = "responses_gateway.protocol."
+CREATE = Door(_MODELS + "request:CreateResponseRequest")
+INPUT_TOKENS = Door(_MODELS + "bodies:InputTokensRequest")
+COMPACT = Door(_MODELS + "bodies:CompactRequest")
+
+
+@routes.post("", body=CREATE)
+async def create_response(request: Request, body: CreateResponseRequest) -> Response:
     from responses_gateway.api.create import create  # the create path: on first use
 
-    return await create(request)
+    return await create(request, body)
 
 
 OMITTED_TOOLS_HEADER = "x-gateway-omitted-tools"
@@ -63,30 +73,26 @@ DEPLOYMENT_HEADER = "x-gateway-deployment"
 order; a stream names those before its first output); see docs/routing.md."""
 
 
-@routes.post("/input_tokens")
-async def count_input_tokens(request: Request) -> JSONResponse:
+@routes.post("/input_tokens", body=INPUT_TOKENS)
+async def count_input_tokens(request: Request, body: InputTokensRequest) -> JSONResponse:
     """The input tokens a create with this body would send, by the upstream's tokenizer where it
     has one; the ``x-token-count-source`` header says how they were counted."""
     from responses_gateway.compact import SOURCE_HEADER, count_input_tokens
 
-    tenant = tenant_of(request)  # authenticate before reading the body
-    data, _ = await read_json(request)
-    counted = await count_input_tokens(gateway_of(request), data, tenant)
+    counted = await count_input_tokens(gateway_of(request), body, tenant_of(request))
     return JSONResponse(
         {"object": "response.input_tokens", "input_tokens": counted.tokens},
         headers={SOURCE_HEADER: counted.source},
     )
 
 
-@routes.post("/compact")
-async def compact_conversation(request: Request) -> dict[str, Any]:
+@routes.post("/compact", body=COMPACT)
+async def compact_conversation(request: Request, body: CompactRequest) -> dict[str, Any]:
     """Compact a conversation: its user messages and one ``compaction`` item (see
     :mod:`responses_gateway.compact`)."""
     from responses_gateway.compact import compact
 
-    tenant = tenant_of(request)  # authenticate before reading the body
-    data, _ = await read_json(request)
-    return await compact(gateway_of(request), data, tenant)
+    return await compact(gateway_of(request), body, tenant_of(request))
 
 
 def _starting_after(request: Request) -> int:

@@ -1,8 +1,10 @@
 """Route declarations that import no web framework: what each route module serves.
 
 Owns :class:`RouteTable` (a route module's routes, declared with ``@routes.get(...)``-style
-decorators) and :class:`RouteSpec` (one route: path, methods, endpoint). The app serves a
-table's routes with Starlette alone (:mod:`responses_gateway.api.mount`);
+decorators) and :class:`RouteSpec` (one route: path, methods, endpoint, and for a route that
+takes a JSON body, its :class:`Door`: the body model every request is validated against before
+the handler runs, see :mod:`responses_gateway.api.doors`). The app serves a table's routes with
+Starlette alone (:mod:`responses_gateway.api.mount`);
 :meth:`RouteTable.api_router` builds the FastAPI router of the same routes (what a module's
 ``router`` attribute returns: the deployment checks read it).
 
@@ -21,9 +23,23 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-__all__ = ["RouteSpec", "RouteTable", "build_api_router", "path_param_names"]
+__all__ = ["Door", "RouteSpec", "RouteTable", "build_api_router", "path_param_names"]
 
 Endpoint = TypeVar("Endpoint", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class Door:
+    """What a route that takes a JSON body declares about it."""
+
+    model: str
+    """The body model, ``"module:Name"`` (imported on the first request: a cold start never
+    builds a model its function serves no request of)."""
+    empty: bool = False
+    """Whether an empty body stands for ``{}`` (else it is OpenAI's ``invalid_json`` 400)."""
+    guard: Callable[[Any], Any] | None = None
+    """Called with the request after authentication and before the body is read (an operator
+    check: a 403 comes before any 400 about the body)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +54,9 @@ class RouteSpec:
     methods: tuple[str, ...]
     """HTTP methods (exactly these: a ``GET`` route does not answer ``HEAD``, as in FastAPI);
     empty for a WebSocket route."""
+    door: Door | None = None
+    """The route's body, when it takes one: the endpoint is then called as
+    ``endpoint(request, body, **path_params)`` with the validated model."""
 
     @property
     def websocket(self) -> bool:
@@ -52,9 +71,11 @@ class RouteTable:
         self.prefix = prefix
         self.specs: list[RouteSpec] = []
 
-    def _add(self, path: str, methods: tuple[str, ...]) -> Callable[[Endpoint], Endpoint]:
+    def _add(
+        self, path: str, methods: tuple[str, ...], door: Door | None = None
+    ) -> Callable[[Endpoint], Endpoint]:
         def decorator(endpoint: Endpoint) -> Endpoint:
-            self.specs.append(RouteSpec(self.prefix + path, endpoint, methods))
+            self.specs.append(RouteSpec(self.prefix + path, endpoint, methods, door))
             return endpoint
 
         return decorator
@@ -63,9 +84,10 @@ class RouteTable:
         """Declare a ``GET`` route."""
         return self._add(path, ("GET",))
 
-    def post(self, path: str) -> Callable[[Endpoint], Endpoint]:
-        """Declare a ``POST`` route."""
-        return self._add(path, ("POST",))
+    def post(self, path: str, body: Door | None = None) -> Callable[[Endpoint], Endpoint]:
+        """Declare a ``POST`` route; ``body``: the JSON body it takes (validated before the
+        endpoint runs, which gets the model as its second argument)."""
+        return self._add(path, ("POST",), body)
 
     def put(self, path: str) -> Callable[[Endpoint], Endpoint]:
         """Declare a ``PUT`` route."""
@@ -95,10 +117,14 @@ class RouteTable:
         return _shared_api_router(tuple(self.specs))
 
 
-def path_param_names(path: str, endpoint: Callable[..., Any]) -> list[str] | None:
-    """The parameters of ``endpoint(request, **path_params)`` that name path segments of
-    ``path`` ([] when it takes only the request), or None when it takes anything else."""
-    names = [name for name in inspect.signature(endpoint).parameters if name != "request"]
+def path_param_names(
+    path: str, endpoint: Callable[..., Any], *, body: bool = False
+) -> list[str] | None:
+    """The parameters of ``endpoint(request, **path_params)`` (``endpoint(request, body,
+    **path_params)`` when ``body``) that name path segments of ``path`` ([] when it takes
+    nothing else), or None when it takes anything else."""
+    skipped = ("request", "body") if body else ("request",)
+    names = [name for name in inspect.signature(endpoint).parameters if name not in skipped]
     if any("{" + name + "}" not in path for name in names):
         return None
     return names
@@ -112,12 +138,14 @@ def _shared_api_router(specs: tuple[RouteSpec, ...]) -> APIRouter:
 def build_api_router(specs: Iterable[RouteSpec]) -> APIRouter:
     """A FastAPI router serving ``specs`` in order: HTTP routes as
     :class:`~responses_gateway.api.untyped.UntypedRoute` (no response model, path parameters
-    read from the request), WebSocket routes as FastAPI's."""
+    read from the request, a declared body validated first: :func:`~.doors.served`),
+    WebSocket routes as FastAPI's."""
     from responses_gateway.coldstart import import_fastapi
 
     import_fastapi()  # first: FastAPI's OpenAPI models stay unbuilt
     from fastapi import APIRouter
 
+    from responses_gateway.api.doors import served
     from responses_gateway.api.untyped import UntypedRoute
 
     router = APIRouter(route_class=UntypedRoute)
@@ -125,5 +153,7 @@ def build_api_router(specs: Iterable[RouteSpec]) -> APIRouter:
         if spec.websocket:
             router.add_api_websocket_route(spec.path, spec.endpoint)
         else:
-            router.add_api_route(spec.path, spec.endpoint, methods=list(spec.methods))
+            router.add_api_route(
+                spec.path, served(spec), methods=list(spec.methods), name=spec.endpoint.__name__
+            )
     return router

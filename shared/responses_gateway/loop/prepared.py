@@ -93,6 +93,7 @@ def prepare_input(
     *,
     context_ids: frozenset[str] = frozenset(),
     resolved: Mapping[str, dict[str, Any]] | None = None,
+    param: str = "input",
 ) -> PreparedInput:
     """Canonicalize a request's ``input``, give every item an id, split off control items.
 
@@ -100,7 +101,11 @@ def prepare_input(
     conversation, whose item ids are ``context_ids``): that item is already in the transcript,
     so the reference is dropped. A reference to a stored item outside the context (``resolved``,
     read from the store's item index) is replaced by that item, where the reference stood. A
-    reference to anything else is a 400 ``item_not_found``.
+    reference to anything else is a 400 ``item_not_found`` on ``<param>[i]`` (``param``: the
+    field the items came in, ``items`` for conversation items).
+
+    ``raw`` is validated input (:data:`~responses_gateway.protocol.items.InputItem` at every
+    door): its items are objects with a string ``type`` and string ids.
     """
     resolved = resolved or {}
     prepared = PreparedInput()
@@ -118,7 +123,7 @@ def prepare_input(
             if found is None:
                 raise InvalidRequestError(
                     f"Item with id '{item.get('id')}' not found.",
-                    param=f"input[{index}]",
+                    param=f"{param}[{index}]",
                     code="item_not_found",
                 )
             item, kind = dict(found), found.get("type")

@@ -7,27 +7,46 @@ Owns two families of pydantic models.
   (``type`` may be omitted too), ``reasoning``, ``mcp_list_tools``, ``mcp_approval_request``,
   ``mcp_approval_response`` and ``mcp_call`` are modelled field by field. Every other item type the
   SDK knows (:data:`OPAQUE_INPUT_ITEM_TYPES`: ``web_search_call``, ``computer_call_output``, ...)
-  is accepted as an :class:`OpaqueItem` and passed on untouched; an item type nobody knows fails
-  with ``invalid_value`` on ``input[i].type``. Scalars are validated strictly (no ``"1"`` for
-  ``1``), like OpenAI does.
+  is validated by its row in :mod:`~responses_gateway.protocol.relayed_items` (the SDK's
+  fields, a :class:`RelayedItem`) and passed on with every key it carries; an item type nobody
+  knows fails with ``invalid_value`` on ``input[i].type``. Scalars are validated strictly (no
+  ``"1"`` for ``1``), like OpenAI does. Every door that takes items (a create over HTTP or
+  WebSocket, ``input_tokens``, ``compact``, conversation items) validates them with
+  :data:`InputItem`.
 * **Output items** (exact, ``extra="forbid"``): ``message``, ``function_call``, ``reasoning``,
   ``mcp_list_tools``, ``mcp_call`` and ``mcp_approval_request`` in precisely the contract's shapes.
   The gateway builds its output as plain dicts; these models are the oracle tests hold them to.
 
-Unions over ``type`` use callable discriminators whose tags start with ``#``, so a validation
-error's location reads as the client's JSON path once the tags are dropped (see
+Unions over ``type`` use callable discriminators whose tags start with ``#``
+(:mod:`~responses_gateway.protocol.fields`), so a validation error's location reads as the
+client's JSON path once the tags are dropped (see
 :func:`responses_gateway.protocol.request.to_invalid_request`). This module converts nothing and
 decides nothing; canonicalizing items for the model is :mod:`responses_gateway.loop.prepared`'s job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator
+from pydantic_core import PydanticCustomError
+
+from responses_gateway.protocol.fields import (
+    REQUIRED,
+    models_from_table,
+    object_union,
+    tagged_union_by_type,
+    union_of,
+)
+from responses_gateway.protocol.relayed_items import (
+    RELAYED_ITEM_FIELDS,
+    RelayedInputItem,
+    RelayedItem,
+)
 
 __all__ = [
+    "ANNOTATION_FIELDS",
     "INPUT_ITEM_TYPES",
     "MODELLED_INPUT_ITEM_TYPES",
     "OPAQUE_INPUT_ITEM_TYPES",
@@ -46,7 +65,7 @@ __all__ = [
     "McpListToolsItem",
     "McpToolInfo",
     "MessageItem",
-    "OpaqueItem",
+    "RelayedItem",
     "OutputFunctionCall",
     "OutputItem",
     "OutputMcpApprovalRequest",
@@ -84,31 +103,10 @@ MODELLED_INPUT_ITEM_TYPES: tuple[str, ...] = (
 )
 """Input item types validated field by field."""
 
-OPAQUE_INPUT_ITEM_TYPES: tuple[str, ...] = (
-    "additional_tools",
-    "apply_patch_call",
-    "apply_patch_call_output",
-    "code_interpreter_call",
-    "compaction",
-    "compaction_trigger",
-    "computer_call",
-    "computer_call_output",
-    "configuration_update",
-    "custom_tool_call",
-    "custom_tool_call_output",
-    "file_search_call",
-    "image_generation_call",
-    "local_shell_call",
-    "local_shell_call_output",
-    "program",
-    "program_output",
-    "shell_call",
-    "shell_call_output",
-    "tool_search_call",
-    "tool_search_output",
-    "web_search_call",
-)
-"""The other input item types of the SDK's ``ResponseInputItemParam``: accepted, not inspected."""
+OPAQUE_INPUT_ITEM_TYPES: tuple[str, ...] = tuple(sorted(RELAYED_ITEM_FIELDS))
+"""The other input item types of the SDK's ``ResponseInputItemParam``: the gateway relays or
+lowers them without acting on them; their fields are validated as the SDK types them
+(:mod:`responses_gateway.protocol.relayed_items`)."""
 
 INPUT_ITEM_TYPES: tuple[str, ...] = MODELLED_INPUT_ITEM_TYPES + OPAQUE_INPUT_ITEM_TYPES
 """Every input item ``type`` the gateway accepts (the SDK's full list)."""
@@ -131,48 +129,6 @@ class _Exact(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False, defer_build=True)
 
 
-def tagged_union_by_type(
-    known: Mapping[str, str],
-    *,
-    fallback: str | None = None,
-    untyped: Callable[[Mapping[str, Any]], str] | None = None,
-) -> Callable[[Any], str | None]:
-    """A discriminator for a union of objects told apart by their ``type`` key.
-
-    Args:
-        known: ``type`` value -> tag of the union member that validates it.
-        fallback: tag used for any other object (``None``: fail as ``invalid_type``).
-        untyped: picks the tag for an object without ``type`` (default: ``fallback``).
-
-    Returns:
-        The function to give :class:`pydantic.Discriminator`. Non-objects get ``None``, which the
-        union reports with its ``custom_error_type`` (``invalid_type``).
-    """
-
-    def pick(value: Any) -> str | None:
-        if isinstance(value, Mapping):
-            kind = value.get("type")
-            if kind is None and untyped is not None:
-                return untyped(value)
-        elif isinstance(value, BaseModel):
-            kind = getattr(value, "type", None)
-        else:
-            return None
-        if isinstance(kind, str) and kind in known:
-            return known[kind]
-        return fallback
-
-    return pick
-
-
-def object_union(pick: Callable[[Any], str | None], expected: str = "an object") -> Discriminator:
-    """A :class:`pydantic.Discriminator` whose "no tag" failure reads as ``invalid_type``.
-
-    ``expected`` completes "Invalid type for 'p': expected ..." when ``pick`` returns ``None``.
-    """
-    return Discriminator(pick, custom_error_type="invalid_type", custom_error_message=expected)
-
-
 def _str_or_list(value: Any) -> str | None:
     if isinstance(value, str):
         return "#text"
@@ -184,24 +140,49 @@ def _str_or_list(value: Any) -> str | None:
 # --------------------------------------------------------------------------- input content parts
 
 
-class InputTextPart(_Lenient):
+def _not_null(value: Any) -> Any:
+    """A field that may be left out but never sent as null (OpenAI's spec has no null for it)."""
+    if value is None:
+        raise PydanticCustomError("invalid_type", "a string")
+    return value
+
+
+def _object_not_null(value: Any) -> Any:
+    if value is None:
+        raise PydanticCustomError("invalid_type", "an object")
+    return value
+
+
+class _InputPart(_Lenient):
+    """What every input content part may carry."""
+
+    prompt_cache_breakpoint: dict[str, Any] | None = None
+
+    @field_validator("prompt_cache_breakpoint", mode="before")
+    @classmethod
+    def _breakpoint_not_null(cls, value: Any) -> Any:
+        return _object_not_null(value)
+
+
+class InputTextPart(_InputPart):
     """``{"type":"input_text","text"}``."""
 
     type: Literal["input_text"]
     text: str
 
 
-class InputImagePart(_Lenient):
+class InputImagePart(_InputPart):
     """``{"type":"input_image","image_url"|"file_id","detail"}``."""
 
     type: Literal["input_image"]
     image_url: str | None = None
     file_id: str | None = None
-    detail: str | None = None
+    detail: Literal["low", "high", "auto", "original"] | None = None
 
 
-class InputFilePart(_Lenient):
-    """``{"type":"input_file","file_id"|"file_data"|"file_url","filename"}``."""
+class InputFilePart(_InputPart):
+    """``{"type":"input_file","file_id"|"file_data"|"file_url","filename"}`` (only ``file_id``
+    may be null, as OpenAI's spec has it)."""
 
     type: Literal["input_file"]
     file_id: str | None = None
@@ -209,13 +190,37 @@ class InputFilePart(_Lenient):
     file_url: str | None = None
     filename: str | None = None
 
+    @field_validator("file_data", "file_url", "filename", mode="before")
+    @classmethod
+    def _strings_not_null(cls, value: Any) -> Any:
+        return _not_null(value)
+
+
+ANNOTATION_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "file_citation": {"file_id": (str, REQUIRED), "filename": (str, REQUIRED),
+                      "index": (int, REQUIRED)},
+    "url_citation": {"url": (str, REQUIRED), "title": (str, REQUIRED),
+                     "start_index": (int, REQUIRED), "end_index": (int, REQUIRED)},
+    "container_file_citation": {"container_id": (str, REQUIRED), "file_id": (str, REQUIRED),
+                                "filename": (str, REQUIRED), "start_index": (int, REQUIRED),
+                                "end_index": (int, REQUIRED)},
+    "file_path": {"file_id": (str, REQUIRED), "index": (int, REQUIRED)},
+}  # fmt: skip
+"""An ``output_text`` annotation type -> its fields, as the SDK types them."""
+
+if TYPE_CHECKING:
+    Annotation = dict[str, Any]
+else:
+    Annotation = union_of(models_from_table(ANNOTATION_FIELDS, _Lenient, "Annotation"))
+"""One annotation of a replayed ``output_text`` part."""
+
 
 class OutputTextPart(_Lenient):
     """An assistant message's text, as clients replay it."""
 
     type: Literal["output_text"]
     text: str
-    annotations: list[dict[str, Any]] | None = None
+    annotations: list[Annotation] | None = None
     logprobs: list[dict[str, Any]] | None = None
 
 
@@ -321,6 +326,7 @@ class MessageItem(_Lenient):
     content: MessageContent
     id: str | None = None
     status: ItemStatus | None = None
+    phase: Literal["commentary", "final_answer"] | None = None
 
 
 class FunctionCallItem(_Lenient):
@@ -332,6 +338,8 @@ class FunctionCallItem(_Lenient):
     arguments: str
     id: str | None = None
     status: ItemStatus | None = None
+    namespace: str | None = None
+    caller: dict[str, Any] | None = None
 
 
 class FunctionCallOutputItem(_Lenient):
@@ -347,6 +355,9 @@ class FunctionCallOutputItem(_Lenient):
     output: FunctionOutput
     id: str | None = None
     status: ItemStatus | None = None
+    name: str | None = None
+    namespace: str | None = None
+    caller: dict[str, Any] | None = None
 
 
 class ItemReference(_Lenient):
@@ -420,12 +431,6 @@ class McpCallItem(_Lenient):
     status: McpCallStatus | None = None
 
 
-class OpaqueItem(_Lenient):
-    """An item of a type the SDK knows but the gateway does not inspect (kept as sent)."""
-
-    type: str
-
-
 class _UnknownItem(_Lenient):
     """Reached only by an unknown or missing ``type``; always fails on ``type``."""
 
@@ -441,7 +446,7 @@ def _untyped_item(value: Mapping[str, Any]) -> str:
 
 
 _ITEM_TAGS: dict[str, str] = {kind: "#" + kind for kind in MODELLED_INPUT_ITEM_TYPES}
-_ITEM_TAGS.update(dict.fromkeys(OPAQUE_INPUT_ITEM_TYPES, "#opaque"))
+_ITEM_TAGS.update(dict.fromkeys(OPAQUE_INPUT_ITEM_TYPES, "#relayed"))
 
 InputItem = Annotated[
     Annotated[MessageItem, Tag("#message")]
@@ -453,7 +458,7 @@ InputItem = Annotated[
     | Annotated[McpApprovalRequestItem, Tag("#mcp_approval_request")]
     | Annotated[McpApprovalResponseItem, Tag("#mcp_approval_response")]
     | Annotated[McpCallItem, Tag("#mcp_call")]
-    | Annotated[OpaqueItem, Tag("#opaque")]
+    | Annotated[RelayedInputItem, Tag("#relayed")]
     | Annotated[_UnknownItem, Tag("#unknown")],
     object_union(tagged_union_by_type(_ITEM_TAGS, fallback="#unknown", untyped=_untyped_item)),
 ]

@@ -63,11 +63,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -77,11 +76,27 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_core import ErrorDetails, PydanticCustomError
+from pydantic_core import ErrorDetails
 
 from responses_gateway.errors import InvalidRequestError
-from responses_gateway.protocol.items import InputItem, object_union, tagged_union_by_type
-from responses_gateway.protocol.schema_check import schema_problem
+from responses_gateway.protocol.fields import (
+    Lenient as _Lenient,
+    NonEmptyStr,
+    bounded as _bounded,
+    custom_error as _custom,
+    object_union,
+    string_or_object as _string_or_object,
+    tagged_union_by_type,
+)
+from responses_gateway.protocol.items import InputItem
+from responses_gateway.protocol.tools import (
+    FunctionTool,
+    McpApprovalFilter,
+    McpTool,
+    McpToolFilter,
+    OpaqueTool,
+    Tool,
+)
 
 __all__ = [
     "INT32_MAX",
@@ -106,55 +121,25 @@ __all__ = [
     "TextParam",
     "Tool",
     "ToolChoice",
+    "check_metadata",
     "echo_fields",
+    "input_items",
+    "one_history_source",
+    "parse_body",
     "parse_create_request",
     "public_server_url",
     "request_input",
     "to_invalid_request",
 ]
 
+Body = TypeVar("Body", bound=BaseModel)
+
 METADATA_MAX_PAIRS = 16
 METADATA_MAX_KEY_CHARS = 64
 METADATA_MAX_VALUE_CHARS = 512
 
 
-class _Lenient(BaseModel):
-    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
-
-
 # --------------------------------------------------------------------------- range checks
-
-
-def _bounded(kind: Literal["decimal", "integer"], low: float | None, high: float | None) -> Any:
-    """An after-validator enforcing ``low <= value <= high`` with OpenAI's wording."""
-
-    def check(value: float) -> float:
-        shown = int(value) if isinstance(value, float) and value.is_integer() else value
-        if low is not None and value < low:
-            raise PydanticCustomError(
-                f"{kind}_below_min_value",
-                "Invalid '{param}': " + f"{kind} below minimum value. Expected a value >= "
-                f"{low}, but got {shown!r} instead.",
-            )
-        if high is not None and value > high:
-            raise PydanticCustomError(
-                f"{kind}_above_max_value",
-                "Invalid '{param}': " + f"{kind} above maximum value. Expected a value <= "
-                f"{high}, but got {shown!r} instead.",
-            )
-        return value
-
-    return AfterValidator(check)
-
-
-def _non_empty(value: str) -> str:
-    if not value:
-        raise PydanticCustomError(
-            "empty_string",
-            "Invalid '{param}': empty string. Expected a string with minimum length 1, but got "
-            "an empty string instead.",
-        )
-    return value
 
 
 Temperature = Annotated[float, _bounded("decimal", 0, 2)]
@@ -166,132 +151,6 @@ INT32_MAX = 2_147_483_647
 MaxOutputTokens = Annotated[int, _bounded("integer", 16, INT32_MAX)]
 MaxToolCalls = Annotated[int, _bounded("integer", 1, INT32_MAX)]
 Int32 = Annotated[int, _bounded("integer", 0, INT32_MAX)]
-NonEmptyStr = Annotated[str, AfterValidator(_non_empty)]
-
-
-# --------------------------------------------------------------------------- tools
-
-
-class FunctionTool(_Lenient):
-    """``{"type":"function","name","description","parameters","strict"}``."""
-
-    type: Literal["function"]
-    name: NonEmptyStr
-    description: str | None = None
-    parameters: dict[str, Any] | None = None
-    strict: bool | None = None
-
-    @model_validator(mode="after")
-    def _parameters_are_a_schema(self) -> FunctionTool:
-        problem = None if self.parameters is None else schema_problem(self.parameters)
-        if problem:
-            raise _custom(
-                "invalid_function_parameters",
-                f"Invalid schema for function '{self.name}': {problem}.",
-                "parameters",
-            )
-        return self
-
-
-class McpToolFilter(_Lenient):
-    """``{"tool_names":[...],"read_only":bool}``, used by ``allowed_tools`` and approvals."""
-
-    tool_names: list[str] | None = None
-    read_only: bool | None = None
-
-
-class McpApprovalFilter(_Lenient):
-    """``require_approval`` as ``{"always":{tool_names},"never":{tool_names}}``."""
-
-    always: McpToolFilter | None = None
-    never: McpToolFilter | None = None
-
-
-def _list_or_object(value: Any) -> str | None:
-    if isinstance(value, list | tuple):
-        return "#list"
-    if isinstance(value, Mapping | BaseModel):
-        return "#object"
-    return None
-
-
-def _string_or_object(value: Any) -> str | None:
-    if isinstance(value, str):
-        return "#string"
-    if isinstance(value, Mapping | BaseModel):
-        return "#object"
-    return None
-
-
-McpAllowedTools = Annotated[
-    Annotated[list[str], Tag("#list")] | Annotated[McpToolFilter, Tag("#object")],
-    object_union(_list_or_object, "one of an array of strings or an object"),
-]
-McpRequireApproval = Annotated[
-    Annotated[Literal["always", "never"], Tag("#string")]
-    | Annotated[McpApprovalFilter, Tag("#object")],
-    object_union(_string_or_object, "one of a string or an object"),
-]
-
-
-def _custom(code: str, message: str, field: str | None = None) -> PydanticCustomError:
-    """An error whose message is final except for ``{param}``; ``field`` extends the path."""
-    return PydanticCustomError(code, message, {"field": field} if field else None)
-
-
-def _check_server_url(url: str) -> bool:
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a malformed port
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(parts.hostname)
-
-
-class McpTool(_Lenient):
-    """A remote MCP server the gateway may call on the model's behalf.
-
-    ``headers`` and ``authorization`` are secrets: they are used for the calls and never echoed.
-    When ``require_approval`` is omitted, approval is required (OpenAI's default).
-    """
-
-    type: Literal["mcp"]
-    server_label: NonEmptyStr
-    server_url: str | None = None
-    connector_id: str | None = None
-    tunnel_id: str | None = None
-    headers: dict[str, str] | None = None
-    authorization: str | None = None
-    server_description: str | None = None
-    allowed_tools: McpAllowedTools | None = None
-    require_approval: McpRequireApproval | None = None
-
-    @model_validator(mode="after")
-    def _needs_a_server(self) -> McpTool:
-        if self.server_url is not None and not _check_server_url(self.server_url):
-            raise _custom(
-                "invalid_value",
-                "Invalid '{param}': expected an http or https URL with a host.",
-                "server_url",
-            )
-        # No server_url: the label may select an operator-configured server; the tool
-        # registry decides (and answers 400 for an unknown label).
-        return self
-
-
-class OpaqueTool(_Lenient):
-    """A tool type the gateway does not run itself (``web_search``, ``custom``, ...): kept as is."""
-
-    type: str
-
-
-Tool = Annotated[
-    Annotated[FunctionTool, Tag("#function")]
-    | Annotated[McpTool, Tag("#mcp")]
-    | Annotated[OpaqueTool, Tag("#other")],
-    object_union(tagged_union_by_type({"function": "#function", "mcp": "#mcp"}, fallback="#other")),
-]
-"""One element of ``tools``."""
 
 
 # --------------------------------------------------------------------------- tool_choice
@@ -313,11 +172,12 @@ class McpToolChoice(_Lenient):
 
 
 class AllowedToolsChoice(_Lenient):
-    """``{"type":"allowed_tools","mode":"auto"|"required","tools":[...]}``."""
+    """``{"type":"allowed_tools","mode":"auto"|"required","tools":[...]}``: the tools named as
+    ``tools`` entries are (a function's ``name``, an MCP server's ``server_label``...)."""
 
     type: Literal["allowed_tools"]
     mode: Literal["auto", "required"]
-    tools: list[dict[str, Any]]
+    tools: list[Tool]
 
 
 class OpaqueToolChoice(_Lenient):
@@ -441,6 +301,9 @@ class ContextManagement(_Lenient):
     compact_threshold: Int32 | None = None
 
 
+PromptCacheRetention = Literal["in_memory", "24h"]
+ServiceTier = Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"]
+
 InputParam = Annotated[
     Annotated[str, Tag("#text")] | Annotated[list[InputItem], Tag("#list")],
     Discriminator(
@@ -491,12 +354,10 @@ class CreateResponseRequest(_Lenient):
     metadata: dict[str, str] | None = None
     prompt: PromptRef | None = None
     prompt_cache_key: str | None = None
-    prompt_cache_retention: Literal["in_memory", "24h"] | None = None
+    prompt_cache_retention: PromptCacheRetention | None = None
     prompt_cache_options: dict[str, Any] | None = None
     safety_identifier: str | None = None
-    service_tier: (
-        Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"] | None
-    ) = None
+    service_tier: ServiceTier | None = None
     user: str | None = None
     context_management: list[ContextManagement] | None = None
     access_programs: dict[str, Any] | None = None
@@ -507,42 +368,83 @@ class CreateResponseRequest(_Lenient):
     @field_validator("metadata")
     @classmethod
     def _metadata_limits(cls, value: dict[str, str] | None) -> dict[str, str] | None:
-        if value is None:
-            return value
-        if len(value) > METADATA_MAX_PAIRS:
-            raise _custom(
-                "object_above_max_properties",
-                "Invalid '{param}': too many properties. Expected an object with at most "
-                f"{METADATA_MAX_PAIRS} properties, but got an object with {len(value)} "
-                "properties instead.",
-            )
-        for key, item in value.items():
-            if len(key) > METADATA_MAX_KEY_CHARS:
-                raise _custom(
-                    "string_above_max_length",
-                    "Invalid '{param}': key too long. Expected a key with maximum length "
-                    f"{METADATA_MAX_KEY_CHARS}, but got a key with length {len(key)} instead.",
-                )
-            if len(item) > METADATA_MAX_VALUE_CHARS:
-                raise _custom(
-                    "string_above_max_length",
-                    "Invalid '{param}': string too long. Expected a string with maximum length "
-                    f"{METADATA_MAX_VALUE_CHARS}, but got a string with length {len(item)} "
-                    "instead.",
-                    key,
-                )
-        return value
+        return None if value is None else check_metadata(value)
 
     @model_validator(mode="after")
     def _one_history_source(self) -> CreateResponseRequest:
-        if self.conversation is not None and self.previous_response_id is not None:
-            raise _custom(
-                "mutually_exclusive_parameters",
-                "Mutually exclusive parameters: Ensure you are only providing one of: "
-                "'previous_response_id' or 'conversation'.",
-                "conversation",
-            )
+        one_history_source(self.previous_response_id, self.conversation)
         return self
+
+    @model_validator(mode="after")
+    def _chosen_function_offered(self) -> CreateResponseRequest:
+        chosen_function_offered(self.tool_choice, self.tools, self.input)
+        return self
+
+
+_TOOLS_FROM_ELSEWHERE = frozenset({"namespace", "tool_search"})
+"""Tool types through which a function may be offered without its name in ``tools``."""
+_ITEMS_OFFERING_TOOLS = frozenset({"additional_tools", "tool_search_output"})
+
+
+def chosen_function_offered(choice: Any, tools: Any, items: Any) -> None:
+    """Refuse a ``tool_choice`` naming a function the request does not offer (OpenAI answers
+    400 too): nothing could satisfy it. Functions that may come from elsewhere (a namespace, a
+    tool search, tools an input item offers) are not second-guessed."""
+    if not isinstance(choice, FunctionToolChoice):
+        return
+    offered = list(tools or ())
+    if any(getattr(tool, "type", None) in _TOOLS_FROM_ELSEWHERE for tool in offered):
+        return
+    if isinstance(items, list) and any(
+        getattr(item, "type", None) in _ITEMS_OFFERING_TOOLS for item in items
+    ):
+        return
+    if choice.name not in {tool.name for tool in offered if isinstance(tool, FunctionTool)}:
+        raise _custom(
+            "invalid_value",
+            f"Invalid value for 'tool_choice': no function named '{choice.name}' is among the "
+            "request's tools.",
+            "tool_choice",
+        )
+
+
+def check_metadata(value: dict[str, str]) -> dict[str, str]:
+    """``metadata`` within OpenAI's limits (16 pairs, keys <= 64, values <= 512 characters),
+    or the error naming the breach; every door's ``metadata`` is checked by it."""
+    if len(value) > METADATA_MAX_PAIRS:
+        raise _custom(
+            "object_above_max_properties",
+            "Invalid '{param}': too many properties. Expected an object with at most "
+            f"{METADATA_MAX_PAIRS} properties, but got an object with {len(value)} "
+            "properties instead.",
+        )
+    for key, item in value.items():
+        if len(key) > METADATA_MAX_KEY_CHARS:
+            raise _custom(
+                "string_above_max_length",
+                "Invalid '{param}': key too long. Expected a key with maximum length "
+                f"{METADATA_MAX_KEY_CHARS}, but got a key with length {len(key)} instead.",
+            )
+        if len(item) > METADATA_MAX_VALUE_CHARS:
+            raise _custom(
+                "string_above_max_length",
+                "Invalid '{param}': string too long. Expected a string with maximum length "
+                f"{METADATA_MAX_VALUE_CHARS}, but got a string with length {len(item)} "
+                "instead.",
+                key,
+            )
+    return value
+
+
+def one_history_source(previous_response_id: str | None, conversation: Any) -> None:
+    """Refuse a body naming both a previous response and a conversation (OpenAI's words)."""
+    if conversation is not None and previous_response_id is not None:
+        raise _custom(
+            "mutually_exclusive_parameters",
+            "Mutually exclusive parameters: Ensure you are only providing one of: "
+            "'previous_response_id' or 'conversation'.",
+            "conversation",
+        )
 
 
 # --------------------------------------------------------------------------- error mapping
@@ -567,6 +469,7 @@ _FINAL_MESSAGE_CODES = frozenset(
         "empty_string",
         "string_above_max_length",
         "object_above_max_properties",
+        "array_above_max_length",
         "mutually_exclusive_parameters",
         "missing_required_parameter",
         "invalid_value",
@@ -611,7 +514,7 @@ def _param(loc: tuple[int | str, ...], field: Any = None) -> str | None:
         else:
             path += f".{segment}" if path else segment
     if isinstance(field, str):
-        path += f".{field}" if path else field
+        path += f".{field}" if path and not field.startswith("[") else field
     return path or None
 
 
@@ -674,15 +577,26 @@ def parse_create_request(body: Any) -> CreateResponseRequest:
         InvalidRequestError: the body is not a JSON object or breaks a rule; ``param`` is the
             JSON path of the first problem.
     """
+    return parse_body(CreateResponseRequest, body)
+
+
+def parse_body(model: type[Body], body: Any) -> Body:
+    """Validate ``body`` (parsed JSON, or raw JSON text) as ``model``, with the error mapping
+    above: the one parser of every door's body (see :mod:`responses_gateway.protocol.bodies`).
+
+    Raises:
+        InvalidRequestError: the body is not a JSON object or breaks a rule; ``param`` is the
+            JSON path of the first problem.
+    """
     try:
         if isinstance(body, bytes | bytearray | str):
-            return CreateResponseRequest.model_validate_json(body)
+            return model.model_validate_json(body)
         if not isinstance(body, Mapping):
             raise InvalidRequestError(
                 f"Invalid type for 'body': expected an object, but got {_json_kind(body)} instead.",
                 code="invalid_type",
             )
-        return CreateResponseRequest.model_validate(body)
+        return model.model_validate(body)
     except ValidationError as error:
         raise to_invalid_request(error) from None
 
@@ -811,10 +725,16 @@ def request_input(req: CreateResponseRequest) -> str | list[dict[str, Any]] | No
     """
     if req.input is None or isinstance(req.input, str):
         return req.input
-    items: list[dict[str, Any]] = []
-    for item in req.input:
+    return input_items(req.input)
+
+
+def input_items(items: list[Any]) -> list[dict[str, Any]]:
+    """Validated input items as JSON-ready data, with exactly the keys the client sent (unknown
+    ones included), plus ``type`` on messages and item references that omitted it."""
+    dumped: list[dict[str, Any]] = []
+    for item in items:
         data = _dump(item)
         if "type" not in data:
             data["type"] = "item_reference" if "role" not in data else "message"
-        items.append(data)
-    return items
+        dumped.append(data)
+    return dumped

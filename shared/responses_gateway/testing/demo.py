@@ -30,7 +30,10 @@ Rules, checked in this order (a "word" is a run of letters, digits, ``'`` or ``-
    on the chat wire, a reasoning summary on the Responses wire (plus ``encrypted_content`` when
    the request's ``include`` asks for ``reasoning.encrypted_content``).
 4. **Text.** Otherwise (and alongside reasoning) the answer is ``Hello! You said: <message>``
-   (``Hello! I am the demo model.`` when there is no user message).
+   (``Hello! I am the demo model.`` when there is no user message). When the request asks for
+   JSON (chat ``response_format``, Responses ``text.format``, harmony's ``# Response Formats``),
+   a text answer (this one, or rule 1's) is JSON instead: ``{"answer": <text>}`` for
+   ``json_object``, for ``json_schema`` an instance of the schema built as tool arguments are.
 5. **Length limit.** ``max_tokens``/``max_completion_tokens`` (chat) or ``max_output_tokens``
    (Responses) cut the answer text to that many words (at least one) and finish with
    ``length`` (a ``response.incomplete`` with reason ``max_output_tokens`` on the Responses wire).
@@ -89,13 +92,17 @@ class _DemoInput:
     parallel: bool = True
     max_tokens: int | None = None
     wants_encrypted: bool = False
+    answer_format: dict[str, Any] | None = None
+    """``{"type": "json_object"}`` or ``{"type": "json_schema", "schema": ...}`` when the request
+    asks for JSON."""
 
 
 def demo_turn(request_json: dict[str, Any], wire: Wire) -> Turn:
     """The demo model's answer to a Chat Completions (``chat``) or Responses request body."""
     req = _read_chat(request_json) if wire == "chat" else _read_responses(request_json)
     if req.tool_outputs:
-        return _limit(Turn(text="The tool returned: " + "; ".join(req.tool_outputs)), req)
+        answer = _formatted("The tool returned: " + "; ".join(req.tool_outputs), req)
+        return _limit(Turn(text=answer), req)
 
     text = req.user_text or ""
     reasoning: str | None = None
@@ -106,7 +113,35 @@ def demo_turn(request_json: dict[str, Any], wire: Wire) -> Turn:
     if calls:
         return _with_reasoning(Turn(tool_calls=calls), reasoning, wire, req)
     answer = f"Hello! You said: {text}" if text else "Hello! I am the demo model."
+    answer = _formatted(answer, req)
     return _with_reasoning(_limit(Turn(text=answer), req), reasoning, wire, req)
+
+
+def _formatted(answer: str, req: _DemoInput) -> str:
+    """``answer`` as the JSON the request asks for, if it asks for JSON."""
+    fmt = req.answer_format
+    if fmt is None:
+        return answer
+    if fmt["type"] == "json_object":
+        return json.dumps({"answer": answer})
+    text = req.user_text or ""
+    candidates = _candidates(text, []) or ["demo"]
+    numbers = [float(n) for n in _NUMBER.findall(text)]
+    value = _fill_value(_schema(fmt.get("schema")), text, _cycle(candidates, 0), iter(numbers))
+    return json.dumps(value)
+
+
+def _answer_format(fmt: Any) -> dict[str, Any] | None:
+    """A chat ``response_format`` or a Responses ``text.format`` as the demo's answer format."""
+    if not isinstance(fmt, dict):
+        return None
+    if fmt.get("type") == "json_object":
+        return {"type": "json_object"}
+    if fmt.get("type") != "json_schema":
+        return None
+    nested = fmt.get("json_schema")  # chat nests it; Responses does not
+    schema = nested.get("schema") if isinstance(nested, dict) else fmt.get("schema")
+    return {"type": "json_schema", "schema": _schema(schema) or {"type": "object"}}
 
 
 # -- reading requests ---------------------------------------------------------------------------
@@ -136,6 +171,7 @@ def _read_chat(body: dict[str, Any]) -> _DemoInput:
     out.parallel = body.get("parallel_tool_calls") is not False
     limit = body.get("max_completion_tokens", body.get("max_tokens"))
     out.max_tokens = limit if isinstance(limit, int) else None
+    out.answer_format = _answer_format(body.get("response_format"))
     return out
 
 
@@ -168,6 +204,8 @@ def _read_responses(body: dict[str, Any]) -> _DemoInput:
     out.max_tokens = limit if isinstance(limit, int) else None
     include = body.get("include") or []
     out.wants_encrypted = "reasoning.encrypted_content" in include
+    text = body.get("text")
+    out.answer_format = _answer_format(text.get("format") if isinstance(text, dict) else None)
     return out
 
 

@@ -102,6 +102,8 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
                 ),
                 status_code=400,
             )
+        if _cannot_stream(script, body, "chat"):
+            return _no_events(script)
         turn = script.next_turn(body, "chat")
         if turn is None:
             return _exhausted()
@@ -151,6 +153,8 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
                 ),
                 status_code=400,
             )
+        if _cannot_stream(script, body, "harmony"):
+            return _no_events(script)
         turn = script.next_turn(body, "harmony", demo_view=prompt.chat_view)
         if turn is None:
             return _exhausted()
@@ -326,6 +330,17 @@ def _http_error(turn: Turn, script: ScriptedUpstream) -> Response:
     body = turn.error_body if turn.error_body is not None else {"error": turn.error_object()}
     headers = {"x-request-id": script.new_id("req"), **turn.headers}
     return JSONResponse(body, status_code=turn.status, headers=headers)
+
+
+def _cannot_stream(script: ScriptedUpstream, body: dict[str, Any], wire: Wire) -> bool:
+    limit = script.cannot_stream
+    return body.get("stream") is True and limit is not None and limit(body, wire)
+
+
+def _no_events(script: ScriptedUpstream) -> Response:
+    """A 200 event stream that ends before its first event (the server failed inside it)."""
+    headers = {"x-request-id": script.new_id("req"), "cache-control": "no-cache"}
+    return Response(b"", media_type="text/event-stream; charset=utf-8", headers=headers)
 
 
 def _exhausted() -> Response:

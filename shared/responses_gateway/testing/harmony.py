@@ -16,6 +16,7 @@ testing package stays importable without it.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -67,12 +68,14 @@ def _chat_view(encoding: Any, tokens: list[int], body: dict[str, Any]) -> dict[s
         parsed = []
     messages: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
+    response_format: dict[str, Any] | None = None
     choice: Any = None
     for message in parsed:
         role = str(message.author.role.value)
         text = "".join(getattr(c, "text", "") for c in message.content)
         if role == "developer":
             tools += _tools(text)
+            response_format = _response_format(text) or response_format
             choice = _choice(text) or choice
         elif role == "tool":
             messages.append({"role": "tool", "content": text})
@@ -83,7 +86,28 @@ def _chat_view(encoding: Any, tokens: list[int], body: dict[str, Any]) -> dict[s
         view["tool_choice"] = choice
     if isinstance(body.get("max_tokens"), int):
         view["max_tokens"] = body["max_tokens"]
+    if response_format is not None:
+        view["response_format"] = response_format
     return view
+
+
+def _response_format(developer: str) -> dict[str, Any] | None:
+    """The ``# Response Formats`` section of a developer message as a chat ``response_format``
+    (its schema is the section's JSON line)."""
+    _, found, section = developer.partition("# Response Formats")
+    if not found:
+        return None
+    if "## json_object" in section:
+        return {"type": "json_object"}
+    schema: Any = None
+    for line in reversed(section.splitlines()):  # the schema: the section's JSON line
+        try:
+            schema = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(schema, dict):
+            break
+    return {"type": "json_schema", "json_schema": {"schema": schema}}
 
 
 _FORCED = re.compile(r"Call the function `(\w+)` now")

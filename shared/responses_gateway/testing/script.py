@@ -28,7 +28,9 @@ __all__ = [
     "TurnFactory",
     "Usage",
     "Wire",
+    "StreamLimit",
     "error_envelope",
+    "streams_nothing_with_auto_tools",
 ]
 
 Wire: TypeAlias = Literal["chat", "responses", "harmony"]
@@ -42,6 +44,15 @@ ChatEnd: TypeAlias = Literal["done", "no_done", "eof"]
 
 TurnFactory: TypeAlias = Callable[[dict[str, Any], Wire], "Turn"]
 """A turn computed from the request body and wire at the moment the request arrives."""
+
+StreamLimit: TypeAlias = Callable[[dict[str, Any], Wire], bool]
+"""Whether a server cannot stream this request (see :attr:`ScriptedUpstream.cannot_stream`)."""
+
+
+def streams_nothing_with_auto_tools(body: dict[str, Any], wire: Wire) -> bool:
+    """llama-cpp-python's server: a streamed chat request with ``tools`` and ``tool_choice``
+    ``"auto"`` (or none) raises inside its stream, which is answered 200 with no data event."""
+    return wire == "chat" and bool(body.get("tools")) and body.get("tool_choice", "auto") == "auto"
 
 
 @dataclass(slots=True)
@@ -274,6 +285,7 @@ class ScriptedUpstream:
         responses_only_models: Iterable[str] = (),
         context_windows: Mapping[str, int] | None = None,
         brain: TurnFactory | None = None,
+        cannot_stream: StreamLimit | None = None,
     ) -> None:
         """Create a script.
 
@@ -288,6 +300,9 @@ class ScriptedUpstream:
             brain: A factory answering every request once the script is empty (before the
                 demo model): a model that reads the transcript, such as
                 :func:`responses_gateway.testing.brain.brain_turn`.
+            cannot_stream: A server limitation: streamed requests it matches are answered 200
+                with an event stream that holds no data event, and use no turn (the same
+                request unstreamed gets it), as :func:`streams_nothing_with_auto_tools`.
         """
         self._cond = threading.Condition()
         self._turns: deque[Turn | TurnFactory] = deque(turns)
@@ -306,6 +321,8 @@ class ScriptedUpstream:
         """``max_model_len`` per model in ``GET /v1/models`` (as vLLM reports it)."""
         self.compactions = 0
         """How many ``POST /v1/responses/compact`` calls were answered."""
+        self.cannot_stream = cannot_stream
+        """Streamed requests this server answers with an empty event stream (settable)."""
 
     def push(self, *turns: Turn | TurnFactory) -> None:
         """Append turns to the script."""

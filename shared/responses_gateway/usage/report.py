@@ -47,17 +47,30 @@ class UsageQuery:
         return self.first_bucket, min(self.end_time, self.first_bucket + self.limit * self.width)
 
 
+_INTEGER_BOUND = 2**53
+"""The largest magnitude a query value may have (the stores keep times as 64-bit integers,
+and bucket arithmetic must not leave that range)."""
+
+
 def _integer(raw: str | None, name: str) -> int | None:
     if raw is None or raw == "":
         return None
     try:
-        return int(raw)
+        value = int(raw)
     except ValueError:
         raise InvalidRequestError(
             f"Invalid type for '{name}': expected an integer, but got '{raw}' instead.",
             param=name,
             code="invalid_type",
         ) from None
+    if not -_INTEGER_BOUND <= value <= _INTEGER_BOUND:
+        raise InvalidRequestError(
+            f"Invalid '{name}': integer out of range. Expected a value between "
+            f"{-_INTEGER_BOUND} and {_INTEGER_BOUND}.",
+            param=name,
+            code="invalid_value",
+        )
+    return value
 
 
 def _values(params: Mapping[str, Sequence[str]], name: str) -> list[str]:

@@ -1,0 +1,242 @@
+"""The tool models of a request: one element of ``tools``, wherever tools enter.
+
+Owns :data:`Tool` (``function`` and ``mcp`` tools field by field, every other type an
+:class:`OpaqueTool` with a string ``type``) and its parts. A create's ``tools``, the
+``input_tokens`` body's and the tools an input item offers (``additional_tools``,
+``tool_search_output``) are all validated with it, so an odd tool is the same 400 with the same
+``param`` path wherever it comes in. Decides nothing about running a tool
+(:mod:`responses_gateway.tool_kinds` does).
+
+* ``function`` tools need a non-empty ``name``; their ``parameters`` must be a JSON Schema of an
+  object (:mod:`responses_gateway.protocol.schema_check`): 400 ``invalid_function_parameters``
+  on ``tools[i].parameters``, "Invalid schema for function '<name>': ...".
+* ``mcp`` tools need ``server_label``; a ``server_url`` must be an ``http(s)`` URL with a host
+  (without one, the label selects an operator-configured server: the tool registry checks that).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Tag, model_validator
+
+from responses_gateway.protocol.fields import (
+    Lenient,
+    NonEmptyStr,
+    custom_error,
+    list_or_object,
+    models_from_table,
+    object_union,
+    optional,
+    string_or_object,
+    union_of,
+)
+from responses_gateway.protocol.schema_check import schema_problem
+
+__all__ = [
+    "HOSTED_TOOL_FIELDS",
+    "FunctionTool",
+    "McpApprovalFilter",
+    "McpTool",
+    "McpToolFilter",
+    "OpaqueTool",
+    "Tool",
+]
+
+
+class FunctionTool(Lenient):
+    """``{"type":"function","name","description","parameters","strict"}``."""
+
+    type: Literal["function"]
+    name: NonEmptyStr
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+    @model_validator(mode="after")
+    def _parameters_are_a_schema(self) -> FunctionTool:
+        problem = None if self.parameters is None else schema_problem(self.parameters)
+        if problem:
+            raise custom_error(
+                "invalid_function_parameters",
+                f"Invalid schema for function '{self.name}': {problem}.",
+                "parameters",
+            )
+        return self
+
+
+class McpToolFilter(Lenient):
+    """``{"tool_names":[...],"read_only":bool}``, used by ``allowed_tools`` and approvals."""
+
+    tool_names: list[str] | None = None
+    read_only: bool | None = None
+
+
+class McpApprovalFilter(Lenient):
+    """``require_approval`` as ``{"always":{tool_names},"never":{tool_names}}``."""
+
+    always: McpToolFilter | None = None
+    never: McpToolFilter | None = None
+
+
+McpAllowedTools = Annotated[
+    Annotated[list[str], Tag("#list")] | Annotated[McpToolFilter, Tag("#object")],
+    object_union(list_or_object, "one of an array of strings or an object"),
+]
+McpRequireApproval = Annotated[
+    Annotated[Literal["always", "never"], Tag("#string")]
+    | Annotated[McpApprovalFilter, Tag("#object")],
+    object_union(string_or_object, "one of a string or an object"),
+]
+
+
+def _check_server_url(url: str) -> bool:
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a malformed port
+    except ValueError:
+        return False
+    return parts.scheme in ("http", "https") and bool(parts.hostname)
+
+
+class McpTool(Lenient):
+    """A remote MCP server the gateway may call on the model's behalf.
+
+    ``headers`` and ``authorization`` are secrets: they are used for the calls and never echoed.
+    When ``require_approval`` is omitted, approval is required (OpenAI's default).
+    """
+
+    type: Literal["mcp"]
+    server_label: NonEmptyStr
+    server_url: str | None = None
+    connector_id: str | None = None
+    tunnel_id: str | None = None
+    headers: dict[str, str] | None = None
+    authorization: str | None = None
+    server_description: str | None = None
+    allowed_tools: McpAllowedTools | None = None
+    require_approval: McpRequireApproval | None = None
+
+    @model_validator(mode="after")
+    def _needs_a_server(self) -> McpTool:
+        if self.server_url is not None and not _check_server_url(self.server_url):
+            raise custom_error(
+                "invalid_value",
+                "Invalid '{param}': expected an http or https URL with a host.",
+                "server_url",
+            )
+        # No server_url: the label may select an operator-configured server; the tool
+        # registry decides (and answers 400 for an unknown label).
+        return self
+
+
+class OpaqueTool(Lenient):
+    """A tool type the gateway does not run itself (``web_search``, ``custom``, ...): kept as is."""
+
+    type: str
+
+
+Obj = dict[str, Any]
+_SIZE = Literal["low", "medium", "high"]
+
+
+class UserLocation(Lenient):
+    """A web search's approximate ``user_location``."""
+
+    type: Literal["approximate"] | None = None
+    city: str | None = None
+    country: str | None = None
+    region: str | None = None
+    timezone: str | None = None
+
+
+class HybridSearch(Lenient):
+    """A file search's ``ranking_options.hybrid_search`` weights."""
+
+    embedding_weight: float
+    text_weight: float
+
+
+class RankingOptions(Lenient):
+    """A file search's ``ranking_options``."""
+
+    ranker: str | None = None
+    score_threshold: float | None = None
+    hybrid_search: HybridSearch | None = None
+
+
+_WEB_SEARCH: dict[str, tuple[Any, Any]] = {
+    "search_context_size": optional(_SIZE),
+    "user_location": optional(UserLocation),
+    "filters": optional(Obj),
+    "external_web_access": optional(bool),
+    "search_content_types": optional(list[str]),
+}
+
+HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "apply_patch": {"allowed_callers": optional(list[str])},
+    "code_interpreter": {"container": optional(str | Obj)},
+    "computer": {},
+    "computer_use_preview": {
+        "display_height": optional(int),
+        "display_width": optional(int),
+        "environment": optional(str),
+    },
+    "custom": {
+        "name": optional(NonEmptyStr),
+        "description": optional(str),
+        "format": optional(Obj),
+        "defer_loading": optional(bool),
+    },
+    "file_search": {
+        "vector_store_ids": optional(list[str]),
+        "max_num_results": optional(int),
+        "filters": optional(Obj),
+        "ranking_options": optional(RankingOptions),
+    },
+    "image_generation": {
+        "model": optional(str),
+        "quality": optional(str),
+        "size": optional(str),
+        "output_format": optional(str),
+        "background": optional(str),
+        "moderation": optional(str),
+        "partial_images": optional(int),
+        "output_compression": optional(int),
+        "input_fidelity": optional(str),
+        "input_image_mask": optional(Obj),
+    },
+    "local_shell": {},
+    "namespace": {
+        "name": optional(str),
+        "description": optional(str),
+        "tools": optional(list[Obj]),
+    },
+    "programmatic_tool_calling": {},
+    "shell": {"environment": optional(Obj), "allowed_callers": optional(list[str])},
+    "tool_search": {
+        "execution": optional(Literal["server", "client"]),
+        "description": optional(str),
+        "parameters": optional(Obj),
+    },
+    "web_search": _WEB_SEARCH,
+    "web_search_2025_08_26": _WEB_SEARCH,
+    "web_search_preview": _WEB_SEARCH,
+    "web_search_preview_2025_03_11": _WEB_SEARCH,
+}
+"""Hosted tool type -> the fields of it that the SDK types, checked when present (the
+gateway relays or lowers these tools; it requires none of their fields: clients send what their
+own hosted tools take). Any other tool type is an :class:`OpaqueTool`."""
+
+_TOOLS: dict[str, Any] = {
+    "function": FunctionTool,
+    "mcp": McpTool,
+    **models_from_table(HOSTED_TOOL_FIELDS, OpaqueTool, "Tool"),
+}
+
+if TYPE_CHECKING:
+    Tool = FunctionTool | McpTool | OpaqueTool
+else:
+    Tool = union_of(_TOOLS, fallback=OpaqueTool)
+"""One element of ``tools``."""
