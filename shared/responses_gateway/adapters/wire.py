@@ -202,10 +202,6 @@ class UpstreamEndpoint:
                     error.headers.update(passed_headers(response))
                     raise error
                 yield response
-        except httpx.TimeoutException as exc:
-            raise UpstreamTransportError(
-                f"The upstream model timed out: {type(exc).__name__}"
-            ) from exc
         except UpstreamTransportError as exc:  # from the SSE reader: say so if it was a timeout
             cause = exc.__cause__
             if not isinstance(cause, httpx.TimeoutException):
@@ -213,12 +209,8 @@ class UpstreamEndpoint:
             raise UpstreamTransportError(
                 f"The upstream model timed out mid-stream: {type(cause).__name__}"
             ) from cause
-        except httpx.TransportError as exc:
-            raise UpstreamTransportError(
-                f"The upstream model could not be reached: {type(exc).__name__}"
-            ) from exc
-        except httpx.DecodingError as exc:
-            raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            raise _call_failed(exc) from exc
 
     async def post_json(
         self, payload: dict[str, Any], status_error: Callable[[int, str], UpstreamStatusError]
@@ -236,21 +228,26 @@ class UpstreamEndpoint:
             response = await self.client.post(
                 self.target or self.url, json=payload, headers=headers, timeout=timeout
             )
-        except httpx.TimeoutException as exc:
-            raise UpstreamTransportError(
-                f"The upstream model timed out: {type(exc).__name__}"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise UpstreamTransportError(
-                f"The upstream model could not be reached: {type(exc).__name__}"
-            ) from exc
-        except httpx.DecodingError as exc:
-            raise UpstreamProtocolError("The upstream response body could not be decoded") from exc
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            raise _call_failed(exc) from exc
         if not response.is_success:
             error = status_error(response.status_code, response.text)
             error.headers.update(passed_headers(response))
             raise error
         return _json_answer(response.text)
+
+
+def _call_failed(
+    exc: httpx.TransportError | httpx.DecodingError,
+) -> UpstreamTransportError | UpstreamProtocolError:
+    """What an HTTP failure of a model call (streamed or not) is, in the gateway's terms."""
+    if isinstance(exc, httpx.TimeoutException):
+        return UpstreamTransportError(f"The upstream model timed out: {type(exc).__name__}")
+    if isinstance(exc, httpx.TransportError):
+        return UpstreamTransportError(
+            f"The upstream model could not be reached: {type(exc).__name__}"
+        )
+    return UpstreamProtocolError("The upstream response body could not be decoded")
 
 
 def _json_answer(text: str) -> Any:
