@@ -32,7 +32,9 @@ WebSocket event of a 2xx stream, that breaks the spec's schema for it), or a **t
 the project's oracle settles it (``responses_gateway.testing.spec_oracle``): an event type OpenAI's
 spec defines and Open Responses does not (``response.reasoning_text.delta``,
 ``response.mcp_call.completed``...), met under the Open Responses spec, is held to OpenAI's schema
-for it, and counted apart (``deferred`` in the JSON report). Violations are grouped by
+for it, and counted apart (``deferred`` in the JSON report); the schema paths the oracle names
+as errata of the Open Responses document (``OPEN_RESPONSES_ERRATA``: no value can satisfy them
+as published) are held as the oracle holds them. Violations are grouped by
 where they are (operation, JSON path with indices removed, item ``type`` when the path goes
 through an item) and what broke, and each group is labelled ``input`` (what a client sent and the
 gateway stored: conversation items, input items, ids) or ``emitted`` (objects the gateway builds:
@@ -313,6 +315,14 @@ class Oracle:
         """Event type -> the other spec's oracle and schema for it: the types this spec leaves
         to providers (see the module docstring)."""
         self.deferred_seen: Counter[str] = Counter()
+        self.view: Callable[[Any], Any] = lambda value: value
+        """What an answer is checked as: the Open Responses errata applied (see
+        :func:`_errata_view`), or the answer itself."""
+
+    def answer_problems(self, schema: dict[str, Any], answer: Any) -> list[str]:
+        """A 2xx body's problems, after the errata this spec's oracle names (see
+        :func:`_errata_view`)."""
+        return self.problems(schema, self.view(answer))
 
     def event_problems(self, schema: dict[str, Any], event: Any) -> list[str]:
         """A stream event's problems: under this spec's event schema, or under the other
@@ -320,7 +330,7 @@ class Oracle:
         kind = event.get("type") if isinstance(event, dict) else None
         other = self.deferred.get(kind) if isinstance(kind, str) else None
         if other is None:
-            return self.problems(schema, event)
+            return self.problems(schema, self.view(event))
         self.deferred_seen[str(kind)] += 1
         oracle, its_schema = other
         return [f"(held to the other spec) {p}" for p in oracle.problems(its_schema, event)]
@@ -575,7 +585,7 @@ class Fuzzer:
                 body = json.loads(text)
             except ValueError:
                 body = text
-            problems = oracle.problems(schema, body)
+            problems = oracle.answer_problems(schema, body)
             if body is not None:
                 self.pool.harvest(body, dict(case.path_parameters or {}))
         self._count(report, case, problems, text)
@@ -869,6 +879,8 @@ def run(args: argparse.Namespace) -> tuple[list[OperationReport], dict[str, int]
             spec = json.loads(path.read_text())
             deferred = _deferred_events(oracles["openai"]) if spec_name == "openresponses" else None
             oracle = oracles[spec_name] = Oracle(spec, deferred)
+            if spec_name == "openresponses":
+                oracle.view = _errata_view
             schema = schemathesis.openapi.from_dict(spec)
             operations = _operations(schema, args.only)
             for operation in operations:
@@ -899,6 +911,27 @@ def run(args: argparse.Namespace) -> tuple[list[OperationReport], dict[str, int]
         held = oracles.get("openresponses")
         deferred = dict(held.deferred_seen) if held is not None else {}
     return sorted(fuzzer.reports.values(), key=lambda r: (r.spec, r.operation)), deferred
+
+
+def _errata_view(value: Any) -> Any:
+    """``value`` (a Response object, or an event or message carrying one) as the project's
+    oracle holds it to the Open Responses document: the paths of ``OPEN_RESPONSES_ERRATA`` that
+    no value can satisfy as published shown as the oracle shows them (a ``json_schema`` text
+    format's ``schema`` as null, ``reasoning.effort`` minimal as low). A copy when changed."""
+    if not isinstance(value, dict):
+        return value
+    if isinstance(value.get("response"), dict):
+        inner = _errata_view(value["response"])
+        return value if inner is value["response"] else {**value, "response": inner}
+    view = value
+    text = value.get("text")
+    fmt = text.get("format") if isinstance(text, dict) else None
+    if isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):
+        view = {**view, "text": {**text, "format": {**fmt, "schema": None}}}
+    reasoning = value.get("reasoning")
+    if isinstance(reasoning, dict) and reasoning.get("effort") == "minimal":
+        view = {**view, "reasoning": {**reasoning, "effort": "low"}}
+    return view
 
 
 def _deferred_events(openai: Oracle) -> dict[str, tuple[Oracle, dict[str, Any]]]:

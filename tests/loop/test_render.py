@@ -53,6 +53,16 @@ def test_echoed_json_schema_format_gets_both_specs_keys() -> None:
     assert shown["text"]["format"] == {**fmt, "description": "", "strict": False}
 
 
+def test_echoed_null_text_format_and_strict_are_the_effective_values() -> None:
+    """Both specs require a format object and a boolean ``strict``: a client's null shows as
+    what it means (benchmarks/fuzz.py found both echoed as null under Open Responses)."""
+    shown = echoed(echo_fields(parse_create_request({"model": "m", "text": {"format": None}})))
+    assert shown["text"]["format"] == {"type": "text"}
+    fmt = {"type": "json_schema", "name": "p", "schema": {}, "strict": None, "description": None}
+    shown = echoed(echo_fields(parse_create_request({"model": "m", "text": {"format": fmt}})))
+    assert shown["text"]["format"] == {**fmt, "description": "", "strict": False}
+
+
 ENDINGS: list[tuple[str, dict[str, Any]]] = [
     ("in_progress", {}),
     ("queued", {}),

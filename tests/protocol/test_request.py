@@ -315,6 +315,44 @@ def test_parse_create_request_hostile_items_refused_by_path(
          "tools[0].user_location.timezone", "invalid_type"),
         ({"type": "file_search", "ranking_options": {"hybrid_search": {"text_weight": 1}}},
          "tools[0].ranking_options.hybrid_search.embedding_weight", "missing_required_parameter"),
+        # what benchmarks/fuzz.py found accepted and echoed back, breaking OpenAI's Tool schema
+        ({"type": "shell", "environment": {
+            "type": "container_auto", "skills": [{"type": "skill_reference", "skill_id": []}]}},
+         "tools[0].environment.skills[0].skill_id", "invalid_type"),
+        ({"type": "shell", "environment": {"type": "container_reference"}},
+         "tools[0].environment.container_id", "missing_required_parameter"),
+        ({"type": "shell", "environment": {"type": "local", "skills": [{"name": "s",
+                                           "description": "d", "path": None}]}},
+         "tools[0].environment.skills[0].path", "invalid_type"),
+        ({"type": "shell", "environment": {"type": "container_auto",
+                                           "network_policy": {"type": "open"}}},
+         "tools[0].environment.network_policy.type", "invalid_value"),
+        ({"type": "code_interpreter", "container": {"type": "auto", "file_ids": [None]}},
+         "tools[0].container.file_ids[0]", "invalid_type"),
+        ({"type": "code_interpreter", "container": {"type": "auto", "network_policy": {
+            "type": "allowlist", "allowed_domains": [{}]}}},
+         "tools[0].container.network_policy.allowed_domains[0]", "invalid_type"),
+        ({"type": "code_interpreter", "container": {"type": "auto", "network_policy": {
+            "type": "allowlist", "allowed_domains": ["a.com"],
+            "domain_secrets": [{"domain": "a.com", "name": "k", "value": None}]}}},
+         "tools[0].container.network_policy.domain_secrets[0].value", "invalid_type"),
+        ({"type": "web_search", "filters": {"allowed_domains": {"a": 1}}},
+         "tools[0].filters.allowed_domains", "invalid_type"),
+        ({"type": "file_search", "filters": {"type": "eq", "key": "k", "value": [{}]}},
+         "tools[0].filters.value", "invalid_type"),
+        ({"type": "custom", "name": "c", "allowed_callers": ["anyone"]},
+         "tools[0].allowed_callers[0]", "invalid_value"),
+        ({"type": "function", "name": "f", "allowed_callers": []},
+         "tools[0].allowed_callers", "invalid_value"),
+        ({"type": "image_generation", "input_fidelity": "max"},
+         "tools[0].input_fidelity", "invalid_value"),
+        ({"type": "image_generation", "background": ""}, "tools[0].background", "invalid_value"),
+        ({"type": "image_generation", "quality": None}, "tools[0].quality", "invalid_value"),
+        ({"type": "namespace", "name": "ns", "tools": [
+            {"type": "custom", "name": "c", "allowed_callers": ["x"]}]},
+         "tools[0].tools[0].allowed_callers[0]", "invalid_value"),
+        ({"type": "namespace", "name": "ns", "tools": [{"type": "web_search"}]},
+         "tools[0].tools[0].type", "invalid_value"),
     ],
 )  # fmt: skip
 def test_parse_create_request_hosted_tool_fields_typed(
@@ -341,10 +379,57 @@ def test_parse_create_request_allowed_tools_choice_names_tools_as_tools_do() -> 
 def test_parse_create_request_hosted_tools_keep_what_clients_send() -> None:
     tools = [
         {"type": "web_search", "external_web_access": True, "search_content_types": ["text"]},
+        {"type": "web_search", "filters": {"allowed_domains": ["a.com"]}},
+        {
+            "type": "shell",
+            "allowed_callers": ["direct"],
+            "environment": {
+                "type": "container_auto",
+                "file_ids": ["f"],
+                "memory_limit": "4g",
+                "network_policy": {"type": "allowlist", "allowed_domains": ["a.com"]},
+                "skills": [
+                    {"type": "skill_reference", "skill_id": "s", "version": "latest"},
+                    {
+                        "type": "inline",
+                        "name": "n",
+                        "description": "d",
+                        "source": {
+                            "type": "base64",
+                            "media_type": "application/zip",
+                            "data": "UEs=",
+                        },
+                    },
+                ],
+            },
+        },
+        {
+            "type": "shell",
+            "environment": {
+                "type": "local",
+                "skills": [{"name": "n", "description": "d", "path": "/skills/n"}],
+            },
+        },
+        {
+            "type": "code_interpreter",
+            "container": {"type": "auto", "network_policy": {"type": "disabled"}},
+        },
+        {"type": "code_interpreter", "container": "cntr_1"},
+        {
+            "type": "file_search",
+            "vector_store_ids": ["vs"],
+            "filters": {
+                "type": "and",
+                "filters": [
+                    {"type": "eq", "key": "k", "value": 1},
+                    {"type": "in", "key": "t", "value": ["a", 2]},
+                ],
+            },
+        },
         {"type": "namespace", "name": "ns", "tools": [{"type": "function", "name": "f"}]},
         {"type": "some_future_tool", "anything": [1]},
     ]
-    assert echo_fields(parse_create_request(_body(tools=tools)))["tools"] == tools
+    assert echo_fields(parse_create_request(_body(tools=tools)))["tools"] == tools  # fmt: skip
 
 
 def test_parse_create_request_tools_validated_and_opaque_kept() -> None:

@@ -37,8 +37,9 @@ def echoed(fields: dict[str, Any]) -> dict[str, Any]:
     """The request's settings (``state.request``, as the client set them: what the driver
     forwards) as a Response object shows them: each unset sampling setting as its
     :data:`SAMPLING_DEFAULTS` value, ``user`` left out when unset (OpenAI's spec types it as a
-    string), a ``json_schema`` text format's unset ``strict`` as false and ``description`` as
-    ``""``. A new dict; ``fields`` is not changed."""
+    string), a null ``text.format`` as ``{"type": "text"}`` (the effective format), a
+    ``json_schema`` text format's unset or null ``strict`` as false and ``description`` as ``""``.
+    A new dict; ``fields`` is not changed."""
     shown = dict(fields)
     for key, default in SAMPLING_DEFAULTS.items():
         if shown.get(key) is None:
@@ -47,10 +48,19 @@ def echoed(fields: dict[str, Any]) -> dict[str, Any]:
         shown.pop("user", None)
     text = shown.get("text")
     fmt = text.get("format") if isinstance(text, dict) else None
+    if isinstance(text, dict) and "format" in text and fmt is None:
+        shown["text"] = {**text, "format": {"type": "text"}}  # both specs require an object
     if isinstance(text, dict) and isinstance(fmt, dict) and fmt.get("type") == "json_schema":
         # both specs' keys: OpenAI's effective strict (false); no description as "" (Open
         # Responses requires the key, OpenAI types it as a string)
-        shown["text"] = {**text, "format": {"description": "", "strict": False, **fmt}}
+        shown["text"] = {
+            **text,
+            "format": {
+                **fmt,
+                "description": "" if fmt.get("description") is None else fmt["description"],
+                "strict": bool(fmt.get("strict")),
+            },
+        }
     return shown
 
 

@@ -33,9 +33,10 @@ Validation choices (OpenAI's where the spec or the API says, ours where marked [
   operator-configured server: the tool registry checks that); every other tool type is accepted
   as an opaque object with a string ``type``.
 * ``input`` items: see :mod:`responses_gateway.protocol.items`.
-* [choice] ``include`` values and ``reasoning.effort`` are any strings (their sets grow with new
-  models; the upstream judges them); ``service_tier``, ``truncation``, ``reasoning.summary``,
-  ``text.format.type`` and ``text.verbosity`` are checked against the SDK's values.
+* [choice] ``include`` values are any strings (their set grows with new models; the upstream
+  judges them); ``service_tier``, ``truncation``, ``reasoning.effort``, ``reasoning.summary``,
+  ``text.format.type`` and ``text.verbosity`` are checked against the SDK's values (every
+  Response echoes them, and both specs hold the echo to those values).
 
 Error mapping (pydantic error -> OpenAI ``message`` / ``code``; ``param`` is the JSON path of the
 first error, e.g. ``input[0].content``, ``tools[1].name``, ``metadata``):
@@ -262,7 +263,7 @@ class ReasoningParam(_Lenient):
     """``reasoning``: ``{"effort","summary"}`` (plus ``mode`` and other keys, kept as sent);
     ``context`` is checked against the SDK's values, since every Response echoes it."""
 
-    effort: str | None = None
+    effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
     context: Literal["auto", "current_turn", "all_turns"] | None = None

@@ -19,9 +19,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import Tag, model_validator
+from pydantic import AfterValidator, Field, Tag, model_validator
 
 from responses_gateway.protocol.fields import (
+    REQUIRED,
     Lenient,
     NonEmptyStr,
     custom_error,
@@ -30,6 +31,7 @@ from responses_gateway.protocol.fields import (
     object_union,
     optional,
     string_or_object,
+    tagged_union_by_type,
     union_of,
 )
 from responses_gateway.protocol.schema_check import schema_problem
@@ -45,6 +47,10 @@ __all__ = [
 ]
 
 
+Callers = Annotated[list[Literal["direct", "programmatic"]], Field(min_length=1)]
+"""A tool's ``allowed_callers``: the contexts that may invoke it (the SDK's values)."""
+
+
 class FunctionTool(Lenient):
     """``{"type":"function","name","description","parameters","strict"}``."""
 
@@ -53,6 +59,7 @@ class FunctionTool(Lenient):
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+    allowed_callers: Callers | None = None
 
     @model_validator(mode="after")
     def _parameters_are_a_schema(self) -> FunctionTool:
@@ -166,55 +173,196 @@ class RankingOptions(Lenient):
     hybrid_search: HybridSearch | None = None
 
 
+class WebSearchFilters(Lenient):
+    """A web search's ``filters``."""
+
+    allowed_domains: list[str] | None = None
+
+
+def _filter_value(value: Any) -> Any:
+    """A comparison's ``value``: a string, number or boolean, or an array of strings and
+    numbers."""
+    scalar = (str, int, float)
+    if isinstance(value, (*scalar, bool)) or (
+        isinstance(value, list)
+        and all(isinstance(v, scalar) and not isinstance(v, bool) for v in value)
+    ):
+        return value
+    raise custom_error(
+        "invalid_type",
+        "Invalid type for '{param}': expected a string, a number, a boolean or an array of "
+        "strings and numbers.",
+    )
+
+
+_COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
+
+
+class ComparisonFilter(Lenient):
+    """A file search filter comparing one attribute: ``{"type","key","value"}``."""
+
+    type: Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
+    key: str
+    value: Annotated[Any, AfterValidator(_filter_value)]
+
+
+class CompoundFilter(Lenient):
+    """File search filters combined: ``{"type": "and"|"or", "filters": [...]}``."""
+
+    type: Literal["and", "or"]
+    filters: list[FileSearchFilter]
+
+
+FileSearchFilter = Annotated[
+    Annotated[ComparisonFilter, Tag("#comparison")] | Annotated[CompoundFilter, Tag("#compound")],
+    object_union(
+        tagged_union_by_type(
+            {**dict.fromkeys(_COMPARISONS, "#comparison"), "and": "#compound", "or": "#compound"},
+            fallback="#comparison",
+        )
+    ),
+]
+CompoundFilter.model_rebuild()
+
+
+# A network policy, a skill and an environment: the parts of the shell and code interpreter
+# tools that a Response echoes, typed as the SDK types them (one table each).
+class DomainSecret(Lenient):
+    """A secret injected for one allowlisted domain."""
+
+    domain: NonEmptyStr
+    name: NonEmptyStr
+    value: NonEmptyStr
+
+
+NetworkPolicy = union_of(
+    models_from_table(
+        {
+            "disabled": {},
+            "allowlist": {
+                "allowed_domains": (Annotated[list[str], Field(min_length=1)], REQUIRED),
+                "domain_secrets": (Annotated[list[DomainSecret], Field(min_length=1)], None),
+            },
+        },
+        Lenient,
+        "NetworkPolicy",
+    )
+)
+
+
+class SkillSource(Lenient):
+    """An inline skill's payload: a base64 zip."""
+
+    type: Literal["base64"]
+    media_type: Literal["application/zip"]
+    data: NonEmptyStr
+
+
+class LocalSkill(Lenient):
+    """A skill in a local environment: a directory."""
+
+    name: str
+    description: str
+    path: str
+
+
+Skill = union_of(
+    models_from_table(
+        {
+            "skill_reference": {"skill_id": (NonEmptyStr, REQUIRED), "version": (str, None)},
+            "inline": {
+                "name": (str, REQUIRED),
+                "description": (str, REQUIRED),
+                "source": (SkillSource, REQUIRED),
+            },
+        },
+        Lenient,
+        "Skill",
+    )
+)
+_MEMORY = Literal["1g", "4g", "16g", "64g"]
+_CONTAINER: dict[str, tuple[Any, Any]] = {
+    "file_ids": (list[str], None),
+    "memory_limit": optional(_MEMORY),
+    "network_policy": (NetworkPolicy, None),
+}
+ShellEnvironment = union_of(
+    models_from_table(
+        {
+            "container_auto": {**_CONTAINER, "skills": (list[Skill], None)},  # type: ignore[valid-type]
+            "local": {"skills": (list[LocalSkill], None)},
+            "container_reference": {"container_id": (str, REQUIRED)},
+        },
+        Lenient,
+        "Environment",
+    )
+)
+_AUTO_CONTAINER = union_of(models_from_table({"auto": _CONTAINER}, Lenient, "Container"))
+CodeInterpreterContainer = Annotated[
+    Annotated[str, Tag("#string")] | Annotated[_AUTO_CONTAINER, Tag("#object")],  # type: ignore[valid-type]
+    object_union(string_or_object, "one of a string or an object"),
+]
+
 _WEB_SEARCH: dict[str, tuple[Any, Any]] = {
     "search_context_size": optional(_SIZE),
     "user_location": optional(UserLocation),
-    "filters": optional(Obj),
+    "filters": optional(WebSearchFilters),
     "external_web_access": optional(bool),
     "search_content_types": optional(list[str]),
 }
 
+_CUSTOM: dict[str, tuple[Any, Any]] = {
+    "name": optional(NonEmptyStr),
+    "description": optional(str),
+    "format": optional(Obj),
+    "defer_loading": optional(bool),
+    "allowed_callers": optional(Callers),
+}
+NamespacedTool = union_of(
+    {"function": FunctionTool, **models_from_table({"custom": _CUSTOM}, OpaqueTool, "Tool")}
+)
+"""A tool inside a ``namespace``: a function or a custom tool (no other type)."""
+
 HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
-    "apply_patch": {"allowed_callers": optional(list[str])},
-    "code_interpreter": {"container": optional(str | Obj)},
+    "apply_patch": {"allowed_callers": optional(Callers)},
+    "code_interpreter": {
+        "container": optional(CodeInterpreterContainer),
+        "allowed_callers": optional(Callers),
+    },
     "computer": {},
     "computer_use_preview": {
         "display_height": optional(int),
         "display_width": optional(int),
         "environment": optional(str),
     },
-    "custom": {
-        "name": optional(NonEmptyStr),
-        "description": optional(str),
-        "format": optional(Obj),
-        "defer_loading": optional(bool),
-    },
+    "custom": _CUSTOM,
     "file_search": {
         "vector_store_ids": optional(list[str]),
         "max_num_results": optional(int),
-        "filters": optional(Obj),
+        "filters": optional(FileSearchFilter),
         "ranking_options": optional(RankingOptions),
     },
     "image_generation": {
+        "action": (Literal["generate", "edit", "auto"], None),
         "model": optional(str),
-        "quality": optional(str),
+        "quality": (Literal["low", "medium", "high", "auto"], None),
         "size": optional(str),
-        "output_format": optional(str),
-        "background": optional(str),
-        "moderation": optional(str),
-        "partial_images": optional(int),
-        "output_compression": optional(int),
-        "input_fidelity": optional(str),
+        "output_format": (Literal["png", "webp", "jpeg"], None),
+        "background": (Literal["transparent", "opaque", "auto"], None),
+        "moderation": (Literal["auto", "low"], None),
+        "partial_images": (Annotated[int, Field(ge=0, le=3)], None),
+        "output_compression": (Annotated[int, Field(ge=0, le=100)], None),
+        "input_fidelity": optional(Literal["high", "low"]),
         "input_image_mask": optional(Obj),
     },
     "local_shell": {},
     "namespace": {
         "name": optional(str),
         "description": optional(str),
-        "tools": optional(list[Obj]),
+        "tools": (Annotated[list[NamespacedTool], Field(min_length=1)], None),  # type: ignore[valid-type]
     },
     "programmatic_tool_calling": {},
-    "shell": {"environment": optional(Obj), "allowed_callers": optional(list[str])},
+    "shell": {"environment": optional(ShellEnvironment), "allowed_callers": optional(Callers)},
     "tool_search": {
         "execution": optional(Literal["server", "client"]),
         "description": optional(str),
