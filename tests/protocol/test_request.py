@@ -363,6 +363,16 @@ def test_parse_create_request_hosted_tool_fields_typed(
     assert (caught.value.param, caught.value.code) == (param, code)
 
 
+@pytest.mark.parametrize("kind", ["", "not_a_tool"])
+def test_parse_create_request_hosted_tool_choice_names_a_tool_type(kind: str) -> None:
+    """benchmarks/fuzz.py found ``{"type": ""}`` accepted and echoed, breaking both specs."""
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(tool_choice={"type": kind, "server_label": ""}))
+    assert (caught.value.param, caught.value.code) == ("tool_choice.type", "invalid_value")
+    chosen = {"type": "web_search_preview"}
+    assert echo_fields(parse_create_request(_body(tool_choice=chosen)))["tool_choice"] == chosen
+
+
 def test_parse_create_request_allowed_tools_choice_names_tools_as_tools_do() -> None:
     choice = {
         "type": "allowed_tools",

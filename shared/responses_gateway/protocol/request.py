@@ -68,6 +68,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -91,6 +92,7 @@ from responses_gateway.protocol.fields import (
 )
 from responses_gateway.protocol.items import InputItem
 from responses_gateway.protocol.tools import (
+    HOSTED_TOOL_FIELDS,
     FunctionTool,
     McpApprovalFilter,
     McpTool,
@@ -181,10 +183,22 @@ class AllowedToolsChoice(_Lenient):
     tools: list[Tool]
 
 
+def _hosted_choice_type(kind: str) -> str:
+    """A hosted-tool choice's ``type``: one of the hosted tool types (a choice can only name a
+    tool a request may offer)."""
+    if kind in HOSTED_TOOL_FIELDS:
+        return kind
+    raise _custom(
+        "invalid_value",
+        "Invalid value for '{param}': a tool choice names a tool type a request can offer "
+        f"(function, mcp, allowed_tools or a hosted tool type), but got {kind!r}.",
+    )
+
+
 class OpaqueToolChoice(_Lenient):
     """A hosted-tool choice (``{"type":"web_search_preview"}``, ``custom``, ...): kept as is."""
 
-    type: str
+    type: Annotated[str, AfterValidator(_hosted_choice_type)]
 
 
 def _tool_choice_tag(value: Any) -> str | None:
