@@ -347,6 +347,12 @@ def test_parse_create_request_hostile_items_refused_by_path(
         ({"type": "image_generation", "input_fidelity": "max"},
          "tools[0].input_fidelity", "invalid_value"),
         ({"type": "image_generation", "background": ""}, "tools[0].background", "invalid_value"),
+        ({"type": "web_search_preview", "user_location": {}},
+         "tools[0].user_location.type", "missing_required_parameter"),
+        ({"type": "web_search_preview", "search_content_types": ["video"]},
+         "tools[0].search_content_types[0]", "invalid_value"),
+        ({"type": "function", "name": "f", "output_schema": "s"},
+         "tools[0].output_schema", "invalid_type"),
         ({"type": "image_generation", "quality": None}, "tools[0].quality", "invalid_value"),
         ({"type": "namespace", "name": "ns", "tools": [
             {"type": "custom", "name": "c", "allowed_callers": ["x"]}]},
@@ -361,6 +367,14 @@ def test_parse_create_request_hosted_tool_fields_typed(
     with pytest.raises(InvalidRequestError) as caught:
         parse_create_request(_body(tools=[tool]))
     assert (caught.value.param, caught.value.code) == (param, code)
+
+
+def test_parse_create_request_safety_identifier_has_openais_length() -> None:
+    """At most 64 characters, as both specs say (a longer one was accepted and echoed)."""
+    assert parse_create_request(_body(safety_identifier="u" * 64)).safety_identifier == "u" * 64
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(safety_identifier="u" * 65))
+    assert (caught.value.status_code, caught.value.param) == (400, "safety_identifier")
 
 
 @pytest.mark.parametrize("kind", ["", "not_a_tool"])

@@ -371,7 +371,7 @@ class CreateResponseRequest(_Lenient):
     prompt_cache_key: str | None = None
     prompt_cache_retention: PromptCacheRetention | None = None
     prompt_cache_options: dict[str, Any] | None = None
-    safety_identifier: str | None = None
+    safety_identifier: Annotated[str, Field(max_length=64)] | None = None
     service_tier: ServiceTier | None = None
     user: str | None = None
     context_management: list[ContextManagement] | None = None

@@ -60,6 +60,8 @@ class FunctionTool(Lenient):
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
     allowed_callers: Callers | None = None
+    output_schema: dict[str, Any] | None = None
+    defer_loading: bool | None = None
 
     @model_validator(mode="after")
     def _parameters_are_a_schema(self) -> FunctionTool:
@@ -156,6 +158,12 @@ class UserLocation(Lenient):
     country: str | None = None
     region: str | None = None
     timezone: str | None = None
+
+
+class ApproximateLocation(UserLocation):
+    """A preview web search's ``user_location``: its ``type`` is required."""
+
+    type: Literal["approximate"]
 
 
 class HybridSearch(Lenient):
@@ -323,6 +331,12 @@ NamespacedTool = union_of(
 )
 """A tool inside a ``namespace``: a function or a custom tool (no other type)."""
 
+_WEB_SEARCH_PREVIEW: dict[str, tuple[Any, Any]] = {
+    "search_context_size": optional(_SIZE),
+    "user_location": optional(ApproximateLocation),
+    "search_content_types": (list[Literal["text", "image"]], None),
+}
+
 HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "apply_patch": {"allowed_callers": optional(Callers)},
     "code_interpreter": {
@@ -370,8 +384,8 @@ HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     },
     "web_search": _WEB_SEARCH,
     "web_search_2025_08_26": _WEB_SEARCH,
-    "web_search_preview": _WEB_SEARCH,
-    "web_search_preview_2025_03_11": _WEB_SEARCH,
+    "web_search_preview": _WEB_SEARCH_PREVIEW,
+    "web_search_preview_2025_03_11": _WEB_SEARCH_PREVIEW,
 }
 """Hosted tool type -> the fields of it that the SDK types, checked when present (the
 gateway relays or lowers these tools; it requires none of their fields: clients send what their
