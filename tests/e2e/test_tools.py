@@ -345,7 +345,8 @@ def test_hosted_web_search_is_omitted_visibly_on_function_wires(
 def test_hosted_tool_rejected_under_the_reject_policy(
     http: httpx.Client, upstream: ScriptedUpstream
 ) -> None:
-    body = {"model": "scripted-chat-strict", "input": "x", "tools": [{"type": "file_search"}]}
+    tool = {"type": "file_search", "vector_store_ids": ["vs_1"]}
+    body = {"model": "scripted-chat-strict", "input": "x", "tools": [tool]}
 
     answer = http.post("/responses", json=body)
 

@@ -340,7 +340,7 @@ _WEB_SEARCH_PREVIEW: dict[str, tuple[Any, Any]] = {
 HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "apply_patch": {"allowed_callers": optional(Callers)},
     "code_interpreter": {
-        "container": optional(CodeInterpreterContainer),
+        "container": (CodeInterpreterContainer, REQUIRED),
         "allowed_callers": optional(Callers),
     },
     "computer": {},
@@ -351,7 +351,7 @@ HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     },
     "custom": _CUSTOM,
     "file_search": {
-        "vector_store_ids": optional(list[str]),
+        "vector_store_ids": (list[str], REQUIRED),
         "max_num_results": optional(int),
         "filters": optional(FileSearchFilter),
         "ranking_options": optional(RankingOptions),
@@ -388,8 +388,9 @@ HOSTED_TOOL_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "web_search_preview_2025_03_11": _WEB_SEARCH_PREVIEW,
 }
 """Hosted tool type -> the fields of it that the SDK types, checked when present (the
-gateway relays or lowers these tools; it requires none of their fields: clients send what their
-own hosted tools take). Any other tool type is an :class:`OpaqueTool`."""
+gateway relays or lowers these tools), and required where the SDK and both specs require them
+(a code interpreter's ``container``, a file search's ``vector_store_ids``: a Response echoing
+the tool without them breaks its schema). Any other tool type is an :class:`OpaqueTool`."""
 
 _TOOLS: dict[str, Any] = {
     "function": FunctionTool,
