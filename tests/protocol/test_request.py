@@ -292,6 +292,12 @@ OPTIONAL_IN_SDK = {
         ({"type": "message", "role": "assistant", "content": [
             {"type": "output_text", "text": "x", "annotations": [{"type": "footnote"}]}]},
          "input[0].content[0].annotations[0].type", "invalid_value"),
+        ({"type": "message", "role": "user", "content": [
+            {"type": "input_image", "image_url": "https://x.y", "prompt_cache_breakpoint": {}}]},
+         "input[0].content[0].prompt_cache_breakpoint.mode", "missing_required_parameter"),
+        ({"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "x", "prompt_cache_breakpoint": {"mode": "auto"}}]},
+         "input[0].content[0].prompt_cache_breakpoint.mode", "invalid_value"),
     ],
 )  # fmt: skip
 def test_parse_create_request_hostile_items_refused_by_path(

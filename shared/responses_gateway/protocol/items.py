@@ -153,10 +153,16 @@ def _object_not_null(value: Any) -> Any:
     return value
 
 
+class PromptCacheBreakpoint(_Lenient):
+    """``{"mode": "explicit"}``: the end of a reusable prompt prefix."""
+
+    mode: Literal["explicit"]
+
+
 class _InputPart(_Lenient):
     """What every input content part may carry."""
 
-    prompt_cache_breakpoint: dict[str, Any] | None = None
+    prompt_cache_breakpoint: PromptCacheBreakpoint | None = None
 
     @field_validator("prompt_cache_breakpoint", mode="before")
     @classmethod
