@@ -173,6 +173,8 @@ def test_parse_create_request_function_call_id_kept() -> None:
 def test_parse_create_request_item_extra_keys_kept() -> None:
     item = dict(ITEMS["function_call"], namespace="ns", caller={"type": "direct"})
     assert request_input(parse_create_request(_body(input=[item]))) == [item]
+    program = dict(item, caller={"type": "program", "caller_id": "call_p", "extra": 1})
+    assert request_input(parse_create_request(_body(input=[program]))) == [program]
 
 
 def test_parse_create_request_function_call_output_string_accepted() -> None:
@@ -298,6 +300,17 @@ OPTIONAL_IN_SDK = {
         ({"type": "message", "role": "user", "content": [
             {"type": "input_text", "text": "x", "prompt_cache_breakpoint": {"mode": "auto"}}]},
          "input[0].content[0].prompt_cache_breakpoint.mode", "invalid_value"),
+        ({"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}",
+          "caller": {"type": "program", "caller_id": ["p"]}},
+         "input[0].caller.caller_id", "invalid_type"),
+        ({"type": "function_call_output", "call_id": "c", "output": "ok",
+          "caller": {"type": "program"}},
+         "input[0].caller.caller_id", "missing_required_parameter"),
+        ({"type": "custom_tool_call", "call_id": "c", "name": "f", "input": "x",
+          "caller": {"type": "someone"}},
+         "input[0].caller.type", "invalid_value"),
+        ({"type": "shell_call_output", "call_id": "c", "output": [], "caller": "direct"},
+         "input[0].caller", "invalid_type"),
     ],
 )  # fmt: skip
 def test_parse_create_request_hostile_items_refused_by_path(

@@ -43,6 +43,7 @@ from responses_gateway.protocol.relayed_items import (
     RELAYED_ITEM_FIELDS,
     RelayedInputItem,
     RelayedItem,
+    ToolCaller,
 )
 
 __all__ = [
@@ -345,7 +346,7 @@ class FunctionCallItem(_Lenient):
     id: str | None = None
     status: ItemStatus | None = None
     namespace: str | None = None
-    caller: dict[str, Any] | None = None
+    caller: ToolCaller | None = None
 
 
 class FunctionCallOutputItem(_Lenient):
@@ -363,7 +364,7 @@ class FunctionCallOutputItem(_Lenient):
     status: ItemStatus | None = None
     name: str | None = None
     namespace: str | None = None
-    caller: dict[str, Any] | None = None
+    caller: ToolCaller | None = None
 
 
 class ItemReference(_Lenient):

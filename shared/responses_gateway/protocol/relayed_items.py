@@ -29,11 +29,13 @@ from responses_gateway.protocol.fields import (
 from responses_gateway.protocol.tools import Tool
 
 __all__ = [
+    "CALLER_FIELDS",
     "COMPUTER_ACTION_FIELDS",
     "RELAYED_ITEM_FIELDS",
     "ComputerAction",
     "RelayedInputItem",
     "RelayedItem",
+    "ToolCaller",
     "relayed_item_model",
 ]
 
@@ -97,6 +99,19 @@ else:
     ComputerAction = union_of(models_from_table(COMPUTER_ACTION_FIELDS, Lenient, "Action"))
 """One computer action (an unknown action type: ``invalid_value`` on its ``type``)."""
 
+CALLER_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
+    "direct": {},
+    "program": {"caller_id": (str, R)},
+}
+"""A tool call's ``caller`` type -> its fields, as the SDK types them: the model itself, or the
+``program`` item whose code made the call."""
+
+if TYPE_CHECKING:
+    ToolCaller = Lenient
+else:
+    ToolCaller = union_of(models_from_table(CALLER_FIELDS, Lenient, "Caller"))
+"""Who made a tool call (an unknown caller type: ``invalid_value`` on its ``type``)."""
+
 RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "additional_tools": {
         "role": (Literal["developer"], R),
@@ -108,12 +123,14 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "operation": (Obj, R),
         "status": (Literal["in_progress", "completed"], R),
         "id": _optional(str),
+        "caller": _optional(ToolCaller),
     },
     "apply_patch_call_output": {
         "call_id": (str, R),
         "status": (Literal["completed", "failed"], R),
         "id": _optional(str),
         "output": _optional(str),
+        "caller": _optional(ToolCaller),
     },
     "code_interpreter_call": {
         "id": (str, R),
@@ -150,11 +167,13 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "name": (str, R),
         "id": _optional(str),
         "namespace": _optional(str),
+        "caller": _optional(ToolCaller),
     },
     "custom_tool_call_output": {
         "call_id": (str, R),
         "output": (str | list[Obj], R),
         "id": _optional(str),
+        "caller": _optional(ToolCaller),
     },
     "file_search_call": {
         "id": (str, R),
@@ -197,6 +216,7 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "id": _optional(str),
         "status": _optional(ItemStatus),
         "environment": _optional(Obj),
+        "caller": _optional(ToolCaller),
     },
     "shell_call_output": {
         "call_id": (str, R),
@@ -204,6 +224,7 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "id": _optional(str),
         "status": _optional(ItemStatus),
         "max_output_length": _optional(int),
+        "caller": _optional(ToolCaller),
     },
     "tool_search_call": {
         "arguments": (Any, R),
