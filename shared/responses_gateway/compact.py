@@ -50,6 +50,7 @@ from responses_gateway.loop.render import normalize_usage
 from responses_gateway.loop.state import Compact, LoopState
 from responses_gateway.protocol.bodies import CompactRequest, InputTokensRequest
 from responses_gateway.protocol.request import input_items
+from responses_gateway.protocol.resources import stored_item
 from responses_gateway.service import Gateway
 
 __all__ = ["SOURCE_HEADER", "Transcript", "compact", "count_input_tokens", "load_transcript"]
@@ -213,14 +214,16 @@ async def compact(gateway: Gateway, body: CompactRequest, tenant: str) -> dict[s
         raise ctx.failure
     if state.status != "completed":  # pragma: no cover - every failure sets ctx.failure
         raise GatewayError("The conversation could not be compacted.")
-    users = [
-        {
-            "id": item.get("id") or new_id("msg"),
-            "type": "message",
-            "role": "user",
-            "status": "completed",
-            "content": item.get("content"),
-        }
+    users = [  # kept as the API shows items back (an image's detail completed, as when stored)
+        stored_item(
+            {
+                "id": item.get("id") or new_id("msg"),
+                "type": "message",
+                "role": "user",
+                "status": "completed",
+                "content": item.get("content"),
+            }
+        )
         for item in user_messages(transcript.items)
     ]
     return {

@@ -100,7 +100,7 @@ def test_compact_through_the_loop_then_reuse(
     assert kinds == [("message", "user"), ("message", "user"), ("compaction", None)]
     blob = compacted.output[-1]
     assert blob.type == "compaction" and blob.id.startswith("cmp_")
-    assert "42" not in blob.encrypted_content and "Ada" not in blob.encrypted_content
+    assert "Ada likes tea; remember 42." not in blob.encrypted_content  # sealed, not plain
     summary_request = upstream.model_requests()[0]
     assert _is_summary_request(summary_request.json, wire)
     assert "Remember the number 42." in _sent_text(summary_request)
@@ -115,6 +115,26 @@ def test_compact_through_the_loop_then_reuse(
     sent = _sent_text(upstream.model_requests()[1])
     assert SUMMARY_PREFIX.strip() in sent and "Ada likes tea; remember 42." in sent
     assert blob.encrypted_content not in sent
+
+
+def test_compact_keeps_user_messages_as_item_resources(
+    client: openai.OpenAI, upstream: ScriptedUpstream, wire: str, model: str
+) -> None:
+    if wire == "responses":
+        pytest.skip("the Responses upstream compacts natively: see the passthrough test")
+    upstream.push(Turn(text="An image was shown."))
+    image = {"type": "input_image", "image_url": "https://example.com/cat.png", "detail": None}
+    compacted = client.responses.with_raw_response.compact(
+        model=model,
+        input=[{"role": "user", "content": [image]}],  # type: ignore[list-item]
+    )
+    output = json.loads(compacted.text)["output"]
+
+    assert [item["type"] for item in output] == ["message", "compaction"]
+    assert output[0]["content"] == [
+        {"type": "input_image", "image_url": "https://example.com/cat.png", "detail": "auto"}
+    ]
+    assert (output[0]["role"], output[0]["status"]) == ("user", "completed")
 
 
 def test_compact_passes_through_a_native_responses_upstream(

@@ -21,9 +21,12 @@ consumed and not stored. The completions, one row per item type in
   (:data:`COPIED_KEYS`): ``local_shell_call_output.call_id`` (the SDK's ``id`` of that item is
   the call's id) and ``mcp_approval_response.request_id`` (its ``approval_request_id``).
 
-A value the client sent is never changed; a null where the resource wants a value counts as
-absent (a default fills it, or the key is left out: :data:`NULL_MEANS_ABSENT`). Converts
-nothing else and decides nothing.
+A value the client sent is never changed, with one exception: a status the item's resource has
+no value for (:data:`SHOWN_STATUS`: a ``computer_call_output`` sent ``in_progress``, which the
+SDK's input type allows and OpenAI's resource, ``completed``/``incomplete``/``failed``, does
+not) is shown as the finished status it stands for. A null where the resource wants a value
+counts as absent (a default fills it, or the key is left out: :data:`NULL_MEANS_ABSENT`).
+Converts nothing else and decides nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ __all__ = [
     "NOT_CONVERSATION_ITEMS",
     "NOT_STORED",
     "RESOURCE_DEFAULTS",
+    "SHOWN_STATUS",
     "stored_item",
 ]
 
@@ -76,6 +80,12 @@ NULL_MEANS_ABSENT: dict[str, tuple[str, ...]] = {
 }
 """Keys the SDK lets a client send as null that the resource has no null for: dropped when
 null (a null there says "none", which the resource says by leaving the key out)."""
+
+SHOWN_STATUS: dict[str, dict[str, str]] = {
+    "computer_call_output": {"in_progress": "completed"},
+}
+"""Item type -> {status the client may send: the status its resource shows} (a stored output
+exists, so it is finished; the upstream still gets the item as sent)."""
 
 COPIED_KEYS: dict[str, dict[str, str]] = {
     "local_shell_call_output": {"call_id": "id"},
@@ -122,6 +132,9 @@ def stored_item(item: dict[str, Any]) -> dict[str, Any]:
                 completed[key] = _completed(completed[key], value)
         elif completed.get(key) is None:
             completed[key] = value
+    shown = SHOWN_STATUS.get(kind, {}).get(str(completed.get("status")))
+    if shown is not None:
+        completed["status"] = shown
     for absent in NULL_MEANS_ABSENT.get(kind, ()):
         if absent in completed and completed[absent] is None:
             del completed[absent]
