@@ -60,9 +60,9 @@ from responses_gateway.prompts import (
     stored_template,
 )
 from responses_gateway.protocol.contract import (
+    ALL_CHECKED_FIELDS,
     RESPONSES_ONLY_FIELDS,
-    check_request,
-    checked_fields,
+    wire_refusals,
 )
 from responses_gateway.protocol.resources import NOT_STORED, stored_item
 from responses_gateway.store.base import Store, StoredResponse
@@ -393,6 +393,7 @@ class Gateway:
             tenant=tenant,
             budget=self.budget_guard(tenant),
             router=self.router_for(state.model),
+            refused_wires=frozenset(run.get("refused_wires") or ()),
         )
         sessions.attach(ctx)
         log = run.get("log")
@@ -706,12 +707,11 @@ class Gateway:
         omitted = hosted_tools_without_backend(
             tool_dicts, adapter.wire, provider.hosted_tools, frozenset(backends)
         )
-        check_request(  # a field the wire refuses (or a value of it): a 400 naming it
-            request.model_dump(
-                mode="json", exclude_unset=True, include=set(checked_fields(adapter.wire))
-            ),
-            adapter.wire,
+        refusals = wire_refusals(
+            request.model_dump(mode="json", exclude_unset=True, include=set(ALL_CHECKED_FIELDS))
         )
+        if adapter.wire in refusals:  # a field the wire refuses (or a value of it): a 400
+            raise refusals[adapter.wire]
         if omitted:
             logger.info(
                 "omitting hosted tools %s for model %s (provider %s has no backend for them)",
@@ -738,6 +738,7 @@ class Gateway:
             budget=guard,
             tenant=tenant,
             router=self.router_for(request.model),
+            refused_wires=frozenset(refusals),
         )
         sessions.attach(ctx)
         ctx.meter = self.meter(provider, state.request, compaction)
@@ -766,6 +767,7 @@ class Gateway:
             "generation": 0,
             "compaction": compaction,
             "log": log,
+            "refused_wires": sorted(refusals),  # a continued run's router skips them too
         }
         return PreparedRun(
             state=state,

@@ -17,6 +17,7 @@ from responses_gateway.protocol.contract import (
     checked_fields,
     coverage,
     lower_context_items,
+    wire_refusals,
 )
 from responses_gateway.protocol.request import CreateResponseRequest, parse_create_request
 from responses_gateway.testing.sdk_unions import sdk_names, sdk_version
@@ -255,3 +256,12 @@ def test_every_incomplete_reason_the_gateway_emits_is_named() -> None:
     from responses_gateway.usage.budget import BUDGET_EXCEEDED
 
     assert BUDGET_EXCEEDED in GATEWAY_INCOMPLETE_REASONS
+
+
+def test_wire_refusals_name_each_wire_that_refuses_what_the_request_sets() -> None:
+    refusals = wire_refusals({"model": "m", "prompt_cache_retention": "24h", "temperature": 0.2})
+    assert sorted(refusals) == ["chat", "harmony"]
+    assert {error.param for error in refusals.values()} == {"prompt_cache_retention"}
+    assert wire_refusals({"model": "m", "temperature": 0.2}) == {}
+    shell = wire_refusals({"tools": [{"type": "function", "name": "f"}], "moderation": None})
+    assert shell == {}  # a null field is not set

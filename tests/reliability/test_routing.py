@@ -43,6 +43,8 @@ DEPLOYMENTS = (
     "tight-a",
     "tight-b",
     "a-small/small-model",
+    "relay-b",
+    "relay-a",
 )
 
 
@@ -129,6 +131,16 @@ def _config(a: Upstream, b: Upstream, big: Upstream) -> Any:
                     "model": "small",
                     "context_window_fallback": "agent-big",
                     "deployments": [{"provider": "a-small", "model": "small-model"}],
+                },
+                {  # a Responses deployment first, a chat sibling, a chat fallback
+                    "model": "relay",
+                    "fallbacks": ["agent-big"],
+                    "max_wait_seconds": 0.6,
+                    "deployments": [
+                        {"id": "relay-b", "provider": "b", "model": "agent-b"},
+                        {"id": "relay-a", "provider": "a", "model": "agent-a"},
+                    ],
+                    **fast,
                 },
                 {
                     "model": "tight",
@@ -332,6 +344,30 @@ def test_a_context_known_too_long_for_the_window_goes_to_the_larger_model_direct
     assert raw.headers[DEPLOYMENT_HEADER] == "big/big-model"
     # The small window's server was only asked to count the tokens, never to answer.
     assert [r.path for r in fresh.a.script.model_requests()] == ["/tokenize"]
+
+
+@pytest.mark.parametrize(
+    "field",
+    [{"prompt_cache_retention": "24h"}, {"prompt_cache_options": {"mode": "explicit"}}],
+    ids=["echoed", "not-echoed"],
+)
+def test_a_call_never_fails_over_to_a_wire_that_would_drop_a_field_it_sets(
+    fresh: Routing, client: openai.OpenAI, field: dict[str, Any]
+) -> None:
+    # Both fields: relayed on the Responses wire, refused on chat (the field table).
+    fresh.b.proxy.script(Fault("respond", status=500, times=None))
+    with pytest.raises(openai.APIStatusError) as failed:
+        client.responses.create(model="relay", input="hi", extra_body=field)
+    assert failed.value.status_code == 502 and "HTTP 500" in failed.value.message
+    assert fresh.a.script.requests == [] and fresh.big.script.requests == []
+    assert len(fresh.b.proxy.calls) == 2  # only the Responses deployment, in two rounds
+
+    # The same request without the field fails over to the chat sibling as usual.
+    fresh.a.script.push(Turn(text="from a"))
+    raw = client.responses.with_raw_response.create(model="relay", input="hi")
+    assert raw.parse().output_text == "from a"
+    assert raw.headers[DEPLOYMENT_HEADER] == "relay-a"
+    assert not set(field) & set(fresh.a.script.model_requests()[0].json)
 
 
 @pytest.fixture(scope="module")

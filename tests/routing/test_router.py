@@ -116,3 +116,40 @@ async def test_nothing_available_within_the_bounded_wait_is_a_503_with_retry_aft
 async def test_a_model_without_a_route_is_one_implicit_deployment(router: Router) -> None:
     target = await router.acquire(Attempts("solo"))
     assert (target.deployment.id, target.deployment.upstream_model) == ("p/solo", "solo")
+
+
+MIXED = parse_config(
+    {
+        "providers": [
+            {"name": "c", "base_url": "http://127.0.0.1:9/v1", "api": "chat", "models": ["c1"]},
+            {"name": "r", "base_url": "http://127.0.0.1:9/v1", "api": "responses",
+             "models": ["r1"]},
+        ],
+        "routes": [
+            {"model": "mixed", "fallbacks": ["chat-only", "relay-only"],
+             "context_window_fallback": "chat-only",
+             "deployments": [{"id": "mr", "provider": "r", "model": "x"},
+                             {"id": "mc", "provider": "c", "model": "x"}]},
+            {"model": "chat-only", "deployments": [{"id": "co", "provider": "c", "model": "y"}]},
+            {"model": "relay-only", "deployments": [{"id": "ro", "provider": "r", "model": "z"}]},
+        ],
+    }
+)  # fmt: skip
+
+
+async def test_a_wire_refusing_the_request_takes_none_of_its_calls(
+    store: SqliteStore, clock: FakeClock
+) -> None:
+    router = Router(MIXED, httpx.AsyncClient(), store, clock=clock, sleep=Sleeper(clock))
+    refused = frozenset({"chat"})
+
+    policy = router.policy_for("mixed", refused)
+
+    assert (policy.fallbacks, policy.context_window_fallback) == (("relay-only",), None)
+    assert router.policy_for("mixed", frozenset()) is router.route_of("mixed")
+    attempts = Attempts(primary="mixed", refused_wires=refused)
+    assert router.siblings_left(attempts) == 1
+    assert (await router.acquire(attempts)).deployment.id == "mr"
+    attempts.tried.add("mr")
+    with pytest.raises(DeploymentsUnavailable):  # the chat sibling is never offered
+        await router.acquire(attempts)

@@ -66,6 +66,9 @@ class LoopContext:
     router: Router | None = None
     """Sends each model call to a deployment of the model's route and retries it elsewhere
     (:mod:`responses_gateway.loop.failover`); None: the one ``adapter`` takes every call."""
+    refused_wires: frozenset[str] = frozenset()
+    """Wires that refuse a field the request set: the router sends none of its calls to a
+    deployment on one of them (a sibling or fallback of another wire)."""
     deployments: list[str] = field(default_factory=list)
     """The deployment that answered each model call of this run, in order (routed models)."""
     failed_attempts: list[dict[str, Any]] = field(default_factory=list)

@@ -343,7 +343,7 @@ def _larger_model(before: NextAction | None, state: LoopState, ctx: LoopContext)
         return None
     if (before.error or {}).get("code") != "context_length_exceeded":
         return None
-    return ctx.router.route_of(state.model).context_window_fallback
+    return ctx.router.policy_for(state.model, ctx.refused_wires).context_window_fallback
 
 
 async def _call_routed(
@@ -357,8 +357,10 @@ async def _call_routed(
     :func:`decide_after_llm_failure` (another deployment, a fallback model, or the failure).
     ``larger``: start on the route's larger-window model (the context is known not to fit)."""
     key = state.request.get("prompt_cache_key")  # the contract's row: the routing key
-    attempts = Attempts(primary=state.model, model=larger or "", key=key)
-    policy = router.route_of(state.model)
+    attempts = Attempts(
+        primary=state.model, model=larger or "", key=key, refused_wires=ctx.refused_wires
+    )
+    policy = router.policy_for(state.model, ctx.refused_wires)
     while True:
         target = await router.acquire(attempts)
         ctx.adapter = target.adapter

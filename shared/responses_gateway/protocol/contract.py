@@ -20,7 +20,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:  # the errors module is imported where a 400 is raised
+    from responses_gateway.errors import InvalidRequestError
 
 __all__ = [
     "CREATE_FIELDS",
@@ -34,12 +37,14 @@ __all__ = [
     "OUTPUT_ITEMS",
     "STREAM_EVENTS",
     "TOOLS",
+    "ALL_CHECKED_FIELDS",
     "WIRES",
     "Fate",
     "Handling",
     "Row",
     "check_request",
     "checked_fields",
+    "wire_refusals",
     "coverage",
     "failure_code",
     "include_gated",
@@ -890,3 +895,24 @@ def check_request(request: Mapping[str, Any], wire: str) -> None:
                 param=row.name,
                 code="unsupported_parameter",
             )
+
+
+ALL_CHECKED_FIELDS = frozenset().union(*(checked_fields(wire) for wire in WIRES))
+"""The create fields :func:`wire_refusals` reads (those :func:`check_request` reads on any wire)."""
+
+
+def wire_refusals(request: Mapping[str, Any]) -> dict[str, InvalidRequestError]:
+    """Wire -> the 400 :func:`check_request` answers ``request`` with on it, for each wire that
+    refuses a field, a value or a tool the client set (``request``: the fields the client set,
+    at least :data:`ALL_CHECKED_FIELDS`). A routed call never goes to a deployment on one of
+    these wires (:class:`~responses_gateway.routing.router.Router`): a sibling or a fallback
+    must not drop what the model's own provider honours."""
+    from responses_gateway.errors import InvalidRequestError
+
+    refusals: dict[str, InvalidRequestError] = {}
+    for wire in WIRES:
+        try:
+            check_request({k: v for k, v in request.items() if k in checked_fields(wire)}, wire)
+        except InvalidRequestError as error:
+            refusals[wire] = error
+    return refusals

@@ -57,6 +57,10 @@ class Attempts:
     key: str | None = None
     """The request's ``prompt_cache_key``: when set, the deployment is chosen by it
     (:func:`~responses_gateway.routing.choose.by_key`) instead of by the route's strategy."""
+    refused_wires: frozenset[str] = frozenset()
+    """Wires that refuse a field the request set
+    (:func:`~responses_gateway.protocol.contract.wire_refusals`): no deployment on one of them
+    takes this call, whichever model it serves."""
 
     def __post_init__(self) -> None:
         if not self.model:

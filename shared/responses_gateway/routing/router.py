@@ -2,9 +2,11 @@
 
 Owns :class:`Router`: for the model an :class:`~.attempts.Attempts` is on, it finds the deployments
 available now (not failed this round, not cooling down in the shared health, within their per-minute
-limits), takes a half-open probe when a cooldown ended, lets the route's strategy choose (a call
-carrying a ``prompt_cache_key`` goes where that key lands instead), and hands back a :class:`Target`
-with that deployment's adapter (one per deployment, in its own wire). When none is available it
+limits, not on a wire that refuses a field the request set: :meth:`Router.policy_for` likewise
+leaves out the fallback models none of whose deployments may take it), takes a half-open probe when
+a cooldown ended, lets the route's strategy choose (a call carrying a ``prompt_cache_key`` goes
+where that key lands instead), and hands back a :class:`Target` with that deployment's adapter (one
+per deployment, in its own wire). When none is available it
 waits for the first to return, in steps no longer than the health cache's life, within the route's
 bounded wait; past it, it raises the error naming the last cause. It records outcomes (in-flight
 counts and call times for the strategies, failures and recoveries in the shared health). Whether a
@@ -20,7 +22,7 @@ import math
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import httpx
@@ -136,9 +138,41 @@ class Router:
         return adapter
 
     def siblings_left(self, attempts: Attempts) -> int:
-        """Deployments of the current model not failed in this round."""
+        """Deployments of the current model not failed in this round (nor on a refused wire)."""
         route = self.route_of(attempts.model)
-        return sum(1 for d in route.deployments if d.id not in attempts.tried)
+        return sum(
+            1
+            for d in route.deployments
+            if d.id not in attempts.tried and self.takes(d, attempts.refused_wires)
+        )
+
+    def takes(self, deployment: Deployment, refused_wires: frozenset[str]) -> bool:
+        """Whether ``deployment`` may take a call whose request its wire would not refuse."""
+        return self.adapter_of(deployment).wire not in refused_wires
+
+    def policy_for(self, model: str, refused_wires: frozenset[str]) -> ModelRoute:
+        """The route of ``model`` for a request ``refused_wires`` refuse: the fallback and
+        larger-window models none of whose deployments may take it left out (logged)."""
+        route = self.route_of(model)
+        if not refused_wires:
+            return route
+
+        def reachable(other: str) -> bool:
+            return any(self.takes(d, refused_wires) for d in self.route_of(other).deployments)
+
+        fallbacks = tuple(m for m in route.fallbacks if reachable(m))
+        larger = route.context_window_fallback
+        if larger is not None and not reachable(larger):
+            larger = None
+        if fallbacks == route.fallbacks and larger == route.context_window_fallback:
+            return route
+        logger.info(
+            "route %s: fallbacks %s left out for this request (their wires refuse a field it sets)",
+            model,
+            ",".join(m for m in (*route.fallbacks, route.context_window_fallback)
+                     if m is not None and m not in (*fallbacks, larger)),
+        )  # fmt: skip
+        return replace(route, fallbacks=fallbacks, context_window_fallback=larger)
 
     async def acquire(self, attempts: Attempts) -> Target:
         """A deployment for the next attempt, waiting (bounded) while none is available.
@@ -171,7 +205,8 @@ class Router:
         probes: list[Deployment] = []
         waits: list[float] = []
         for deployment in route.deployments:
-            if deployment.id in attempts.tried:
+            tried = deployment.id in attempts.tried
+            if tried or not self.takes(deployment, attempts.refused_wires):
                 continue
             entry = health.get(deployment.id)
             status = status_of(entry, now)
