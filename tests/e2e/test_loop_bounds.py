@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import openai
 import pytest
 
@@ -26,6 +27,7 @@ from responses_gateway.testing.harmony import read_prompt
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
 from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, Turn
 from responses_gateway.testing.server import RunningServer, run_in_thread
+from responses_gateway.testing.stream_check import parse_sse
 
 from .conftest import Stack
 
@@ -266,3 +268,23 @@ def test_a_response_past_its_wall_time_ends_incomplete_with_what_it_produced(
     assert _types(response) == ["message"] and response.output[0].status == "incomplete"  # type: ignore[union-attr]
     assert response.output_text.startswith("partial")
     assert upstream.wait_for_disconnects(1) == 1  # the upstream stream was closed
+
+
+def test_a_compaction_cut_by_the_wall_time_leaves_no_empty_compaction_item(
+    gateway: RunningServer, upstream: ScriptedUpstream
+) -> None:
+    # GIVEN a summary call whose stream the upstream holds open forever
+    upstream.push(Turn(text="a summary that never ends", hold_after=2))
+    trigger = [{"role": "user", "content": "hi"}, {"type": "compaction_trigger"}]
+    body = {"model": "slow", "stream": True, "input": trigger}
+
+    url = f"{gateway.url}/v1/responses"
+    events = parse_sse(httpx.post(url, json=body, timeout=30).content)
+
+    assert events[-1]["type"] == "response.incomplete"
+    final = events[-1]["response"]
+    assert final["incomplete_details"] == {"reason": "max_loop_seconds"}
+    assert final["output"] == []  # never a compaction item without its sealed content
+    assert not [e for e in events if e["type"] == "response.output_item.done"]
+    stored = httpx.get(f"{url}/{final['id']}", timeout=30).json()
+    assert stored["output"] == [] and stored["status"] == "incomplete"

@@ -484,6 +484,9 @@ async def _compact(state: LoopState, ctx: LoopContext, sink: Sink, action: Compa
         error = as_context_length(error)
         ctx.failure = error
         return Finish("failed", error=error_object(error))
+    except asyncio.CancelledError:  # cut by the wall time (or the client): no item either
+        del state.output[index:]
+        raise
     state.llm_calls += 1
     state.add_usage(turn.usage)
     summary = summary_of(scratch.output)
