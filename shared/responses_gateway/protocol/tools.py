@@ -319,10 +319,26 @@ _WEB_SEARCH: dict[str, tuple[Any, Any]] = {
     "search_content_types": optional(list[str]),
 }
 
+CustomToolFormat = union_of(
+    models_from_table(
+        {
+            "text": {},
+            "grammar": {
+                "definition": (str, REQUIRED),
+                "syntax": (Literal["lark", "regex"], REQUIRED),
+            },
+        },
+        Lenient,
+        "Format",
+    )
+)
+"""A custom tool's input ``format``: free text, or a grammar (the SDK's
+``CustomToolInputFormat``)."""
+
 _CUSTOM: dict[str, tuple[Any, Any]] = {
     "name": optional(NonEmptyStr),
     "description": optional(str),
-    "format": optional(Obj),
+    "format": optional(CustomToolFormat),
     "defer_loading": optional(bool),
     "allowed_callers": optional(Callers),
 }
