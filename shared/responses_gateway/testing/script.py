@@ -441,9 +441,10 @@ class ScriptedUpstream:
         return f"{prefix}{sep}up{n:06d}"
 
     def reset(self) -> None:
-        """Forget every turn, recorded request and id counter (settings are kept)."""
+        """Forget every turn, recorded request, id counter and tally (settings are kept)."""
         with self._cond:
             self._turns.clear()
             self._requests.clear()
             self._counters.clear()
             self._disconnects = 0
+            self.compactions = 0
