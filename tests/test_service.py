@@ -121,3 +121,17 @@ async def test_the_shared_mcp_pool_needs_a_serving_loop_and_a_shared_server() ->
     await gateway.close_shared_mcp()
     assert gateway.shared_mcp() is None
     await client.aclose()
+
+
+async def test_the_wires_refusing_a_request_reach_its_loop_and_a_continued_run() -> None:
+    gateway = _gateway()
+    body = {"model": "a/x", "input": "Hi", "store": False, "prompt_cache_retention": "24h"}
+
+    run = await gateway.prepare(body, "t")
+
+    assert run.ctx.refused_wires == frozenset({"chat", "harmony"})
+    assert run.run["refused_wires"] == ["chat", "harmony"]  # kept for a background continuation
+    continued = gateway.live_context("t", run.state, run.run, persist=run.ctx.persist)
+    assert continued.refused_wires == run.ctx.refused_wires
+    plain = await gateway.prepare({"model": "a/x", "input": "Hi", "store": False}, "t")
+    assert plain.ctx.refused_wires == frozenset() and plain.run["refused_wires"] == []
