@@ -4,15 +4,15 @@ Owns :data:`RELAYED_ITEM_FIELDS`, one row per item type of the SDK's ``ResponseI
 that :mod:`~responses_gateway.protocol.items` does not model itself (``web_search_call``,
 ``shell_call``, ``additional_tools``...): the fields the SDK declares for it, each with its type
 and whether it is required, and :data:`RelayedInputItem`, the union of the models built from
-those rows; a computer call's actions are a table of their own
-(:data:`COMPUTER_ACTION_FIELDS`). The rows follow the SDK's TypedDicts (required keys required;
-ids, call ids, names, statuses and text typed strictly; other nested objects checked to be
-objects or arrays, their inside left to the upstream), so a hostile item (an id that is an
-array, a call without ``call_id``) is a 400 naming ``input[i].<field>`` at every door, and
-nothing downstream (the chat adapter's call pairing, the conversation store's item index) ever
-sees one. Tools an item offers (``additional_tools``, ``tool_search_output``) are the request's
-own :data:`Tool` models. Unknown keys are kept (clients relay what they got). Converts and
-decides nothing.
+those rows; a computer call's actions and a tool call's ``caller`` are tables of their own
+(:data:`COMPUTER_ACTION_FIELDS`, :data:`CALLER_FIELDS`). The rows follow the SDK's TypedDicts
+(required keys required; ids, call ids, names, statuses and text typed strictly; other nested
+objects checked to be objects or arrays, their inside left to the upstream), so a hostile item
+(an id that is an array, a call without ``call_id``) is a 400 naming ``input[i].<field>`` at
+every door, and nothing downstream (the chat adapter's call pairing, the conversation store's
+item index) ever sees one. Tools an item offers (``additional_tools``, ``tool_search_output``)
+are the request's own :data:`Tool` models. Unknown keys are kept (clients relay what they got).
+Converts and decides nothing.
 """
 
 from __future__ import annotations
