@@ -16,7 +16,11 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from responses_gateway.testing.server import run_in_thread
-from responses_gateway.upstream_http import PrefetchedTransport, upstream_http_client
+from responses_gateway.upstream_http import (
+    UPSTREAM_KEEPALIVE_SECONDS,
+    PrefetchedTransport,
+    upstream_http_client,
+)
 
 
 def test_the_tls_context_is_built_by_another_thread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -90,3 +94,12 @@ def test_a_cookie_an_upstream_sets_is_never_sent_back() -> None:
         server.stop()
     assert sent == ["-", "-"]
     assert kept is False
+
+
+def test_an_idle_connection_is_dropped_before_a_uvicorn_server_drops_it() -> None:
+    import uvicorn
+
+    server_closes_after = uvicorn.Config(Starlette()).timeout_keep_alive  # vLLM, SGLang, ours
+    pool = PrefetchedTransport()._ready()._pool
+
+    assert pool._keepalive_expiry == UPSTREAM_KEEPALIVE_SECONDS < server_closes_after

@@ -9,8 +9,10 @@ here a thread started with the client builds it (OpenSSL reads the bundle with t
 so it overlaps the rest of the start) and the first request waits only if it is not done yet.
 The context, the pool and every setting are httpx's defaults for ``trust_env=False``: requests
 go out exactly as from a client built the usual way, but for cookies: the client keeps none
-(:class:`NoCookies`). One client serves every tenant of the process, so a cookie an upstream set
-on one tenant's call would otherwise go out on every later call, whoever makes it.
+(:class:`NoCookies`), and for idle connections, dropped before the common servers drop them
+(:data:`UPSTREAM_KEEPALIVE_SECONDS`). One client serves every tenant of the process, so a cookie
+an upstream set on one tenant's call would otherwise go out on every later call, whoever makes
+it.
 
 Must not decide anything about a request; it makes the client, nothing else.
 """
@@ -28,6 +30,7 @@ import httpcore  # noqa: F401
 import httpx
 
 __all__ = [
+    "UPSTREAM_KEEPALIVE_SECONDS",
     "UPSTREAM_LIMITS",
     "UPSTREAM_TIMEOUT",
     "NoCookies",
@@ -37,7 +40,14 @@ __all__ = [
 
 UPSTREAM_TIMEOUT = httpx.Timeout(600.0, connect=10.0)
 """Model calls may stream for minutes; a connection must open within 10 s."""
-UPSTREAM_LIMITS = httpx.Limits(max_connections=200, max_keepalive_connections=50)
+UPSTREAM_KEEPALIVE_SECONDS = 4.0
+"""How long an idle upstream connection is kept for reuse: under the 5 s after which uvicorn
+(vLLM, SGLang, LiteLLM's proxy) and llama.cpp's server close an idle connection. httpx's own
+default is those same 5 s, so a call could pick a connection at the moment its server closes it
+and fail with ``ReadError`` before any byte came back."""
+UPSTREAM_LIMITS = httpx.Limits(
+    max_connections=200, max_keepalive_connections=50, keepalive_expiry=UPSTREAM_KEEPALIVE_SECONDS
+)
 
 
 class NoCookies(httpx.Cookies):
@@ -91,9 +101,10 @@ def upstream_http_client(
     transport: httpx.AsyncBaseTransport | None = None,
     event_hooks: dict[str, list[Any]] | None = None,
 ) -> httpx.AsyncClient:
-    """The upstream client: 600 s timeout (10 s to connect), 200 connections (50 kept alive),
-    no proxies or ``.netrc`` from the environment, no cookies kept (:class:`NoCookies`), over
-    ``transport`` (default: a :class:`PrefetchedTransport`)."""
+    """The upstream client: 600 s timeout (10 s to connect), 200 connections (50 kept alive, for
+    :data:`UPSTREAM_KEEPALIVE_SECONDS` when idle), no proxies or ``.netrc`` from the environment,
+    no cookies kept (:class:`NoCookies`), over ``transport`` (default: a
+    :class:`PrefetchedTransport`)."""
     client = httpx.AsyncClient(
         timeout=UPSTREAM_TIMEOUT,
         limits=UPSTREAM_LIMITS,
