@@ -915,23 +915,16 @@ def run(args: argparse.Namespace) -> tuple[list[OperationReport], dict[str, int]
 
 def _errata_view(value: Any) -> Any:
     """``value`` (a Response object, or an event or message carrying one) as the project's
-    oracle holds it to the Open Responses document: the paths of ``OPEN_RESPONSES_ERRATA`` that
-    no value can satisfy as published shown as the oracle shows them (a ``json_schema`` text
-    format's ``schema`` as null, ``reasoning.effort`` minimal as low). A copy when changed."""
+    oracle holds it to the Open Responses document
+    (:func:`responses_gateway.testing.spec_oracle.errata_view`: the paths of
+    ``OPEN_RESPONSES_ERRATA`` that no value can satisfy as published)."""
+    from responses_gateway.testing.spec_oracle import errata_view
+
     if not isinstance(value, dict):
         return value
     if isinstance(value.get("response"), dict):
-        inner = _errata_view(value["response"])
-        return value if inner is value["response"] else {**value, "response": inner}
-    view = value
-    text = value.get("text")
-    fmt = text.get("format") if isinstance(text, dict) else None
-    if isinstance(fmt, dict) and isinstance(fmt.get("schema"), dict):
-        view = {**view, "text": {**text, "format": {**fmt, "schema": None}}}
-    reasoning = value.get("reasoning")
-    if isinstance(reasoning, dict) and reasoning.get("effort") == "minimal":
-        view = {**view, "reasoning": {**reasoning, "effort": "low"}}
-    return view
+        return {**value, "response": errata_view(value["response"])}
+    return errata_view(value)
 
 
 def _deferred_events(openai: Oracle) -> dict[str, tuple[Oracle, dict[str, Any]]]:

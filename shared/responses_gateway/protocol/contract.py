@@ -912,7 +912,7 @@ def wire_refusals(request: Mapping[str, Any]) -> dict[str, InvalidRequestError]:
     refusals: dict[str, InvalidRequestError] = {}
     for wire in WIRES:
         try:
-            check_request({k: v for k, v in request.items() if k in checked_fields(wire)}, wire)
+            check_request(request, wire)
         except InvalidRequestError as error:
             refusals[wire] = error
     return refusals

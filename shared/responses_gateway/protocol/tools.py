@@ -16,7 +16,7 @@ Owns :data:`Tool` (``function`` and ``mcp`` tools field by field, every other ty
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, Tag, model_validator
@@ -203,13 +203,13 @@ def _filter_value(value: Any) -> Any:
     )
 
 
-_COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
+Comparison = Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
 
 
 class ComparisonFilter(Lenient):
     """A file search filter comparing one attribute: ``{"type","key","value"}``."""
 
-    type: Literal["eq", "ne", "gt", "gte", "lt", "lte", "in", "nin"]
+    type: Comparison
     key: str
     value: Annotated[Any, AfterValidator(_filter_value)]
 
@@ -225,7 +225,11 @@ FileSearchFilter = Annotated[
     Annotated[ComparisonFilter, Tag("#comparison")] | Annotated[CompoundFilter, Tag("#compound")],
     object_union(
         tagged_union_by_type(
-            {**dict.fromkeys(_COMPARISONS, "#comparison"), "and": "#compound", "or": "#compound"},
+            {
+                **dict.fromkeys(get_args(Comparison), "#comparison"),
+                "and": "#compound",
+                "or": "#compound",
+            },
             fallback="#comparison",
         )
     ),

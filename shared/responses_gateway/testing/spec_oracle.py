@@ -59,6 +59,7 @@ __all__ = [
     "SPEC_DIR",
     "SpecOracle",
     "SpecViolation",
+    "errata_view",
     "spec_oracle",
 ]
 
@@ -458,19 +459,7 @@ class SpecOracle:
                 elif kind not in self._openai_tools:
                     raise SpecViolation(f"tool type {kind!r} is defined by neither spec")
             view["tools"] = kept_tools
-        reasoning = response.get("reasoning")
-        if isinstance(reasoning, Mapping) and reasoning.get("effort") == "minimal":
-            # OPEN_RESPONSES_ERRATA["ReasoningEffortEnum.minimal"]
-            view["reasoning"] = {**reasoning, "effort": "low"}
-        text = response.get("text")
-        fmt = text.get("format") if isinstance(text, Mapping) else None
-        if (
-            isinstance(text, Mapping)
-            and isinstance(fmt, Mapping)
-            and isinstance(fmt.get("schema"), Mapping)
-        ):
-            # OPEN_RESPONSES_ERRATA["JsonSchemaResponseFormat.schema"]
-            view["text"] = {**text, "format": {**fmt, "schema": None}}
+        view.update(errata_view(response))
         choice = response.get("tool_choice")
         if isinstance(choice, Mapping) and choice.get("type") not in self._or_choices:
             view["tool_choice"] = "auto"  # an OpenAI tool choice: held to OpenAI's schema
@@ -481,6 +470,27 @@ class SpecOracle:
                 "tools": [t for t in named if t.get("type") in self._or_tools],
             }
         return view
+
+
+def errata_view(response: Mapping[str, Any]) -> dict[str, Any]:
+    """``response`` as held to the Open Responses document at the paths of
+    :data:`OPEN_RESPONSES_ERRATA`: ``reasoning.effort`` minimal as low, a ``json_schema`` text
+    format's ``schema`` as null (a new dict; ``response`` is not changed)."""
+    view = dict(response)
+    reasoning = response.get("reasoning")
+    if isinstance(reasoning, Mapping) and reasoning.get("effort") == "minimal":
+        # OPEN_RESPONSES_ERRATA["ReasoningEffortEnum.minimal"]
+        view["reasoning"] = {**reasoning, "effort": "low"}
+    text = response.get("text")
+    fmt = text.get("format") if isinstance(text, Mapping) else None
+    if (
+        isinstance(text, Mapping)
+        and isinstance(fmt, Mapping)
+        and isinstance(fmt.get("schema"), Mapping)
+    ):
+        # OPEN_RESPONSES_ERRATA["JsonSchemaResponseFormat.schema"]
+        view["text"] = {**text, "format": {**fmt, "schema": None}}
+    return view
 
 
 @functools.cache
