@@ -443,7 +443,7 @@ class SpecOracle:
         return value
 
     def _response_view(self, response: Mapping[str, Any]) -> Mapping[str, Any]:
-        view = dict(response)
+        view = errata_view(response)
         output = response.get("output")
         if isinstance(output, list):
             kept = [i for i in output if self._or_defines_item(i)]
@@ -459,7 +459,6 @@ class SpecOracle:
                 elif kind not in self._openai_tools:
                     raise SpecViolation(f"tool type {kind!r} is defined by neither spec")
             view["tools"] = kept_tools
-        view.update(errata_view(response))
         choice = response.get("tool_choice")
         if isinstance(choice, Mapping) and choice.get("type") not in self._or_choices:
             view["tool_choice"] = "auto"  # an OpenAI tool choice: held to OpenAI's schema
