@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -106,12 +107,19 @@ def test_serve_says_which_models_the_demo_serves_and_where_state_lives(
 ) -> None:
     _, proc = served
     assert proc.stdout is not None
-    first = proc.stdout.readline()
-    second = proc.stdout.readline()
+    startup: list[str] = []
+    while not startup or "listening on" not in startup[-1]:
+        startup.append(proc.stdout.readline())
+    # the startup log records are JSON lines, like the access log after them
+    records = [json.loads(line) for line in startup if line.startswith("{")]
+    (sealing,) = records
+    assert sealing["level"] == "warning" and "no sealing keys configured" in sealing["msg"]
+    first, second, listening = [line for line in startup if not line.startswith("{")]
     assert "serving the bundled scripted demo model" in first
     assert "'demo'" in first and "'demo-responses'" in first
     database = data_home / "responses-gateway" / "gateway.db"
     assert second == f"responses-gateway: keeping state in the SQLite database {database}\n"
+    assert listening.startswith("responses-gateway: listening on http://127.0.0.1:")
     assert database.is_file()
 
 

@@ -97,7 +97,7 @@ def test_provider_repr_never_shows_the_key() -> None:
     [
         ([], "non-empty 'providers'"),
         ([{"base_url": "ftp://x"}], "base_url must be an http"),
-        ([{"base_url": "http://x", "api": "grpc"}], "api must be one of"),
+        ([{"base_url": "http://x", "api": "grpc"}], "api must be 'auto', 'chat', 'resp"),
         ([{"name": "a", "base_url": "http://x"}, {"name": "a", "base_url": "http://y"}], "unique"),
         (
             [{"base_url": "http://x", "default": True}, {"base_url": "http://y", "default": True}],
@@ -194,7 +194,7 @@ def test_context_windows_per_provider_and_model() -> None:
     "raw", [{"context_window": 0}, {"context_window": "8k"}, {"context_windows": {"m": -1}}]
 )
 def test_context_window_must_be_a_positive_integer(raw: dict[str, Any]) -> None:
-    with pytest.raises(ConfigError, match="context window"):
+    with pytest.raises(ConfigError, match="context_windows?(\\.m)? must be a positive integer"):
         parse_config({"providers": [{"base_url": "http://u/v1", **raw}]})
 
 

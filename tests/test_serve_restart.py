@@ -88,6 +88,7 @@ def test_restart_on_same_db_reads_back_state_and_continues_a_pending_approval(
     tmp_path: Path, calc: RunningMcpServer
 ) -> None:
     db = tmp_path / "state" / "gateway.db"
+    db.parent.mkdir()  # --db names a file in an existing directory
     tool: Any = {"type": "mcp", "server_label": "calc", "server_url": calc.url}
     first = Served(db, tmp_path)
     try:

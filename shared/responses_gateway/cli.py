@@ -8,18 +8,22 @@ every feature can be tried offline. ``fake-upstream`` runs the scripted upstream
 
 Operator commands: ``keys create|list|revoke --tenant T`` (against the local key file named by
 ``GATEWAY_API_KEYS_FILE`` or ``--file``; deployed, against the stack's API Gateway usage plan with
-``--stack NAME`` or ``--usage-plan-id ID``), ``usage`` (the ledger's totals from the table named
-by ``DYNAMODB_TABLE`` or ``--table``) and ``budget show|set|clear --tenant T`` (a tenant's own
-limits, stored in the table).
+``--stack NAME`` or ``--usage-plan-id ID``), ``usage`` (the ledger's totals) and
+``budget show|set|clear --tenant T`` (a tenant's own limits). ``usage`` and ``budget`` read the
+store ``serve`` uses, chosen the same way: ``--db`` / ``GATEWAY_DB_PATH`` for the SQLite file,
+``--table`` / ``DYNAMODB_TABLE`` (``--endpoint-url``, ``--region``) for DynamoDB. Output is for
+people; ``--json`` prints it for programs. Every error is one line on stderr and exit status 2.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import os
+import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -29,8 +33,35 @@ from typing import Any
 
 __all__ = ["main"]
 
+DESCRIPTION = (
+    "Run a Responses API gateway locally (serve), a scripted model (fake-upstream), and the "
+    "operator commands: API keys (keys), usage and cost (usage), per-tenant budgets (budget). "
+    "usage and budget read the store serve uses: the SQLite file (--db, GATEWAY_DB_PATH) or "
+    "the DynamoDB table (--table, DYNAMODB_TABLE)."
+)
+"""``--help``'s description: plain text (the module docstring is for readers of the code)."""
+
 DEMO_MODELS = {"demo": "chat", "demo-responses": "responses"}
 """Model names served by the bundled demo upstream, and the wire format each goes through."""
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before ``serve`` says it listens.
+
+    Raises:
+        OSError: the address is taken or cannot be bound.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 def _serve(host: str, port: int, db_path: str | None, enforce_budgets: bool = False) -> int:
@@ -38,14 +69,19 @@ def _serve(host: str, port: int, db_path: str | None, enforce_budgets: bool = Fa
 
     from responses_gateway.app import create_app
     from responses_gateway.config import ENFORCE_BUDGETS_ENV, ConfigError, load_config, parse_config
+    from responses_gateway.settings import check_environment
 
     if enforce_budgets:  # as GATEWAY_ENFORCE_BUDGETS=1: every configuration below reads it
         os.environ[ENFORCE_BUDGETS_ENV] = "1"
     try:
+        check_environment(os.environ)
         config = load_config()
-    except (ConfigError, OSError) as exc:
-        print(f"responses-gateway: bad configuration: {exc}", file=sys.stderr)
-        return 2
+    except ConfigError as exc:
+        return _fail(f"bad configuration: {exc}")
+    try:
+        sock = _bind(host, port)
+    except OSError as exc:
+        return _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     demo = None
     if config is None:
         from responses_gateway.testing.fake_upstream import create_fake_upstream_app
@@ -80,10 +116,10 @@ def _serve(host: str, port: int, db_path: str | None, enforce_budgets: bool = Fa
     try:
         opened = open_store(db_path=db_path)
     except (ConfigError, StoreError) as exc:
-        print(f"responses-gateway: cannot open the store: {exc}", file=sys.stderr)
+        sock.close()
         if demo is not None:
             demo.stop()
-        return 2
+        return _fail(f"cannot open the store: {exc}")
     print(f"responses-gateway: keeping state {opened.description}", flush=True)
     print(f"responses-gateway: listening on http://{host}:{port}/v1", flush=True)
     from responses_gateway.observability import AccessLog, TelemetryMiddleware
@@ -92,18 +128,56 @@ def _serve(host: str, port: int, db_path: str | None, enforce_budgets: bool = Fa
     try:
         from responses_gateway.sockets.serving import LazyWebSocketProtocol
 
-        uvicorn.run(
-            app,
-            host=host,
-            port=port,
-            log_level="warning",
-            ws=LazyWebSocketProtocol,  # WebSocket mode, imported on the first upgrade
+        server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_level="warning",
+                log_config=None,  # uvicorn's records go through the JSON log lines below
+                ws=LazyWebSocketProtocol,  # WebSocket mode, imported on the first upgrade
+            )
         )
+        server.run(sockets=[sock])
     finally:
+        sock.close()
         opened.close()
         if demo is not None:
             demo.stop()
     return 0
+
+
+class JsonLogLines(logging.Formatter):
+    """Log records as JSON lines shaped like the access log's (``ts``, ``msg``, plus ``level``
+    and ``logger``): what ``serve`` writes to stdout is JSON lines after its startup lines."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(record.created)),
+            "msg": record.getMessage(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+        }
+        if record.exc_info:
+            fields["exception"] = self.formatException(record.exc_info)
+        return json.dumps(fields, separators=(",", ":"))
+
+
+QUIET_LOGGERS = ("httpx", "httpcore")
+"""Libraries whose INFO records repeat, per upstream call, what the access log says: warnings
+and errors only."""
+
+
+def _configure_logging(stream: Any) -> None:
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(JsonLogLines())
+    logging.basicConfig(level=logging.INFO, handlers=[handler], force=True)
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _fail(message: str) -> int:
+    """One line on stderr, no traceback; the exit status of every refused command."""
+    print(f"responses-gateway: {message}", file=sys.stderr)
+    return 2
 
 
 def _create_table(name: str, endpoint_url: str | None, region: str | None) -> int:
@@ -171,7 +245,12 @@ def _keys(args: argparse.Namespace) -> int:
 
 
 def _open_store(args: argparse.Namespace) -> Any:
-    from responses_gateway.store.dynamo import DynamoStore
+    """The store ``serve`` would use with the same environment and flags (an ``OpenedStore``).
+
+    Raises:
+        ConfigError, StoreError: as :func:`responses_gateway.store.open_store`.
+    """
+    from responses_gateway.store import open_store
 
     env = dict(os.environ)
     for name, value in (
@@ -181,96 +260,193 @@ def _open_store(args: argparse.Namespace) -> Any:
     ):
         if value:
             env[name] = value
-    return DynamoStore.from_env(env)
+    if args.table and not args.db:
+        env["GATEWAY_STORE"] = "dynamodb"
+    return open_store(env, db_path=args.db)
+
+
+def _with_store(args: argparse.Namespace, run: Any) -> int:
+    """``run(store)`` on the store of ``args``; a store or input error is one line, status 2."""
+    from responses_gateway.config import ConfigError
+    from responses_gateway.store import StoreError
+    from responses_gateway.usage.budget import BudgetError
+
+    try:
+        opened = _open_store(args)
+    except (ConfigError, StoreError) as exc:
+        return _fail(f"cannot open the store: {exc}")
+    try:
+        return int(run(opened.store))
+    except (BudgetError, ValueError) as exc:
+        return _fail(str(exc))
+    finally:
+        opened.close()
 
 
 def _day_start(text: str) -> int:
-    return int(datetime.strptime(text, "%Y-%m-%d").replace(tzinfo=UTC).timestamp())
+    try:
+        day = datetime.strptime(text, "%Y-%m-%d")
+    except ValueError:
+        raise ValueError(f"{text!r} is not a day (YYYY-MM-DD)") from None
+    return int(day.replace(tzinfo=UTC).timestamp())
+
+
+USAGE_COLUMNS = {"project_id": "tenant", "model": "model", "api_key_id": "api key"}
+"""``--group-by`` values (the usage API's) and the heading of their column."""
 
 
 def _usage(args: argparse.Namespace) -> int:
-    from responses_gateway.usage.report import build_page, parse_query, totals_by
+    from responses_gateway.errors import GatewayError
+    from responses_gateway.usage.report import GROUPS, build_page, parse_query, totals_by
 
-    now = int(time.time())
-    start = _day_start(args.start) if args.start else now - now % 86_400
-    end = _day_start(args.end) + 86_400 if args.end else now + 1
-    store = _open_store(args)
-    try:
+    groups = [g.strip() for g in (args.group_by or "").split(",") if g.strip()]
+    unknown = [g for g in groups if g not in GROUPS]
+    if unknown:
+        return _fail(f"--group-by {unknown[0]!r}: choose among {', '.join(GROUPS)}")
+
+    def run(store: Any) -> int:
+        now = int(time.time())
+        start = _day_start(args.start) if args.start else now - now % 86_400
+        end = _day_start(args.end) + 86_400 if args.end else now + 1
         if args.json:
             params: dict[str, list[str]] = {
                 "start_time": [str(start)],
                 "end_time": [str(end)],
                 "bucket_width": [args.bucket_width],
                 "limit": ["31" if args.bucket_width == "1d" else "168"],
-                "group_by": [g for g in args.group_by.split(",") if g],
+                "group_by": groups if args.group_by is not None else ["project_id", "model"],
             }
-            query = parse_query(params, now=now)
+            try:
+                query = parse_query(params, now=now)
+            except GatewayError as exc:
+                raise ValueError(exc.message) from None
             rows = asyncio.run(store.read_usage(*query.read_range()))
             print(json.dumps(build_page(query, rows), indent=2))
             return 0
         rows = asyncio.run(store.read_usage(start, end))
-    finally:
-        store.close()
-    fields = ("tenant", "model", "api_key_id")
-    totals = totals_by(rows, fields)
-    header = ("tenant", "model", "api key", "input", "cached", "output", "calls", "tools", "cost $")
-    table = [
-        (
-            *group,
-            str(c.input_tokens),
-            str(c.cached_tokens),
-            str(c.output_tokens),
-            str(c.model_calls),
-            str(c.tool_calls),
-            f"{c.cost_usd:.6f}",
+        chosen = groups if args.group_by is not None else list(USAGE_COLUMNS)
+        totals = totals_by(rows, [GROUPS[g] for g in chosen])
+        header = (
+            *(USAGE_COLUMNS[g] for g in chosen),
+            "input",
+            "cached",
+            "output",
+            "calls",
+            "tools",
+            "cost $",
         )
-        for group, c in sorted(totals.items())
-    ]
-    widths = [max(len(str(row[i])) for row in [header, *table]) for i in range(len(header))]
-    for row in [header, *table]:
-        print("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)))
-    total_cost = sum((c.cost_usd for c in totals.values()), Decimal(0))
-    print(f"{len(totals)} rows, estimated cost {total_cost:.6f} USD")
-    return 0
+        table = [
+            (
+                *group,
+                str(c.input_tokens),
+                str(c.cached_tokens),
+                str(c.output_tokens),
+                str(c.model_calls),
+                str(c.tool_calls),
+                f"{c.cost_usd:.6f}",
+            )
+            for group, c in sorted(totals.items())
+        ]
+        widths = [max(len(str(row[i])) for row in [header, *table]) for i in range(len(header))]
+        for row in [header, *table]:
+            cells = zip(row, widths, strict=True)
+            print("  ".join(str(cell).ljust(width) for cell, width in cells).rstrip())
+        total_cost = sum((c.cost_usd for c in totals.values()), Decimal(0))
+        print(f"{len(totals)} rows, estimated cost {total_cost:.6f} USD")
+        return 0
+
+    return _with_store(args, run)
+
+
+BUDGET_FLAGS = {
+    "daily_tokens": "--daily-tokens",
+    "monthly_tokens": "--monthly-tokens",
+    "daily_cost_usd": "--daily-cost-usd",
+    "monthly_cost_usd": "--monthly-cost-usd",
+}
+"""A tenant's limits and the ``budget set`` flag of each."""
+
+
+def _limits_text(limits: Any) -> str:
+    if limits is None or limits.empty:
+        return "none set (the configured limits apply)"
+    parts = []
+    for name in BUDGET_FLAGS:
+        value = getattr(limits, name)
+        if value is not None:
+            unit = "USD" if name.endswith("_usd") else "tokens"
+            parts.append(f"{name.rsplit('_', 2 if unit == 'USD' else 1)[0]} {value} {unit}")
+    return ", ".join(parts)
 
 
 def _budget(args: argparse.Namespace) -> int:
-    from responses_gateway.store.base import BudgetLimits
-    from responses_gateway.usage.budget import BudgetError, parse_limits
+    from responses_gateway.usage.budget import parse_limits
 
-    store = _open_store(args)
-    try:
+    raw = {name: getattr(args, name) for name in BUDGET_FLAGS}
+    given = {name: value for name, value in raw.items() if value is not None}
+    if args.action == "set" and not given:
+        return _fail(
+            f"budget set needs at least one limit ({', '.join(BUDGET_FLAGS.values())}); "
+            "`budget clear` removes the tenant's limits"
+        )
+    if args.action != "set" and given:
+        return _fail(f"budget {args.action} takes no limit; use `budget set`")
+
+    def run(store: Any) -> int:
         if args.action == "set":
-            raw = {
-                "daily_tokens": args.daily_tokens,
-                "monthly_tokens": args.monthly_tokens,
-                "daily_cost_usd": args.daily_cost_usd,
-                "monthly_cost_usd": args.monthly_cost_usd,
-            }
-            try:
-                limits = parse_limits({k: v for k, v in raw.items() if v is not None}, "budget")
-            except BudgetError as exc:
-                print(f"responses-gateway: {exc}", file=sys.stderr)
-                return 2
-            asyncio.run(store.put_budget(args.tenant, limits))
+            limits = parse_limits(given, "budget")
+            if args.replace:
+                new = limits
+            else:  # the limits not named keep their values
+                current = asyncio.run(store.get_budget(args.tenant))
+                new = dataclasses.replace(current, **given_values(limits)) if current else limits
+            asyncio.run(store.put_budget(args.tenant, new))
         elif args.action == "clear":
             asyncio.run(store.put_budget(args.tenant, None))
-        own: BudgetLimits | None = asyncio.run(store.get_budget(args.tenant))
+        own = asyncio.run(store.get_budget(args.tenant))
         spend = asyncio.run(store.get_spend(args.tenant, int(time.time())))
-    finally:
-        store.close()
-    described = own if own is not None else "none (the configured ones apply)"
-    print(f"tenant {args.tenant}: own limits {described}")
-    print(
-        f"spent today {spend.day_tokens} tokens / {spend.day_cost_usd:.6f} USD; "
-        f"this month {spend.month_tokens} tokens / {spend.month_cost_usd:.6f} USD"
-    )
-    return 0
+        if args.json:
+            limits_json = (
+                None
+                if own is None
+                else {
+                    k: _number(getattr(own, k)) for k in BUDGET_FLAGS if getattr(own, k) is not None
+                }
+            )
+            document = {
+                "tenant": args.tenant,
+                "limits": limits_json,
+                "spent": {
+                    "day_tokens": spend.day_tokens,
+                    "day_cost_usd": _number(spend.day_cost_usd),
+                    "month_tokens": spend.month_tokens,
+                    "month_cost_usd": _number(spend.month_cost_usd),
+                },
+            }
+            print(json.dumps(document, indent=2))
+            return 0
+        print(f"tenant {args.tenant}")
+        print(f"  own limits:  {_limits_text(own)}")
+        print(f"  spent today: {spend.day_tokens} tokens, {spend.day_cost_usd:.6f} USD")
+        print(f"  this month:  {spend.month_tokens} tokens, {spend.month_cost_usd:.6f} USD")
+        return 0
+
+    def given_values(limits: Any) -> dict[str, Any]:
+        return {name: getattr(limits, name) for name in given}
+
+    return _with_store(args, run)
+
+
+def _number(value: Any) -> Any:
+    """A ``Decimal`` as JSON shows it: an int when whole, else a float."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``responses-gateway`` command."""
-    parser = argparse.ArgumentParser(prog="responses-gateway", description=__doc__)
+    parser = argparse.ArgumentParser(prog="responses-gateway", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gateway API")
     serve.add_argument("--host", default="127.0.0.1")
@@ -309,20 +485,39 @@ def main(argv: Sequence[str] | None = None) -> int:
     usage.add_argument("--end", default=None, help="last UTC day (YYYY-MM-DD); default now")
     usage.add_argument("--json", action="store_true", help="the usage API's page instead")
     usage.add_argument("--bucket-width", default="1d", choices=("1d", "1h"))
-    usage.add_argument("--group-by", default="project_id,model")
+    usage.add_argument(
+        "--group-by",
+        default=None,
+        help="comma-separated: project_id (the tenant), model, api_key_id (default: all three "
+        "in the table, project_id,model with --json)",
+    )
     budget = commands.add_parser("budget", help="show, set or clear a tenant's own limits")
     budget.add_argument("action", choices=("show", "set", "clear"))
     budget.add_argument("--tenant", required=True)
-    budget.add_argument("--daily-tokens", default=None)
-    budget.add_argument("--monthly-tokens", default=None)
-    budget.add_argument("--daily-cost-usd", default=None)
-    budget.add_argument("--monthly-cost-usd", default=None)
+    for name, flag in BUDGET_FLAGS.items():
+        unit = "US dollars" if name.endswith("_usd") else "input + output tokens"
+        budget.add_argument(flag, dest=name, default=None, help=f"set: the limit, in {unit}")
+    budget.add_argument(
+        "--replace",
+        action="store_true",
+        help="set: drop the limits not given (by default they keep their values)",
+    )
+    budget.add_argument("--json", action="store_true", help="print the result as JSON")
     for command in (usage, budget):
-        command.add_argument("--table", default=None, help="default: DYNAMODB_TABLE")
-        command.add_argument("--endpoint-url", default=None)
-        command.add_argument("--region", default=None)
+        command.add_argument(
+            "--db",
+            default=None,
+            metavar="PATH",
+            help="the SQLite database file, as for serve (default: GATEWAY_DB_PATH, else "
+            "~/.local/share/responses-gateway/gateway.db)",
+        )
+        command.add_argument(
+            "--table", default=None, help="a DynamoDB table instead (default: DYNAMODB_TABLE)"
+        )
+        command.add_argument("--endpoint-url", default=None, help="the table's endpoint")
+        command.add_argument("--region", default=None, help="the table's region")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    _configure_logging(sys.stdout if args.command == "serve" else sys.stderr)
     if args.command == "serve":
         return _serve(args.host, args.port, args.db, args.enforce_budgets)
     if args.command == "create-table":

@@ -41,14 +41,15 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
+from responses_gateway.config_keys import unknown_key_message
 from responses_gateway.errors import NotFoundError
-from responses_gateway.loop.limits import DEFAULT_LIMITS, LoopLimits, parse_loop_limits
+from responses_gateway.loop.limits import DEFAULT_LIMITS, LIMIT_KEYS, LoopLimits, parse_loop_limits
 from responses_gateway.prompts import PromptConfigError, PromptTemplate, parse_prompts
 from responses_gateway.routing.deployments import ModelRoute, RouteError, parse_routes
 from responses_gateway.tool_kinds import BACKED_KINDS
@@ -59,6 +60,9 @@ __all__ = [
     "ApiMode",
     "ConfigError",
     "ENFORCE_BUDGETS_ENV",
+    "PROVIDER_FIELDS",
+    "PROVIDER_KEYS",
+    "TOP_LEVEL_KEYS",
     "GatewayConfig",
     "LOG_CONTENT_ENV",
     "OPERATORS_ENV",
@@ -271,68 +275,154 @@ class GatewayConfig:
         )
 
 
-def _str_tuple(value: Any, key: str, name: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
+# ------------------------------------------------------------------------------------ providers
+#
+# One table, PROVIDER_FIELDS: a provider key, and how its value becomes the Provider field of the
+# same name. A new provider key is one line here (and the Provider field it fills). Keys that do
+# not map to one field of their own are in _PROVIDER_OTHER_KEYS.
+
+_FieldParser = Callable[[Any, str], Any]
+"""``(value, where) -> the Provider field's value``; raises :class:`ConfigError`."""
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"provider {name!r}: {key} must be a list of strings")
+        raise ConfigError(f"{where} must be a list of strings")
     return tuple(value)
 
 
-def _hosted_policy(value: Any, name: str) -> Literal["omit", "reject"]:
-    if value not in ("omit", "reject"):
-        raise ConfigError(f"provider {name!r}: hosted_tools must be 'omit' or 'reject'")
-    return cast(Literal["omit", "reject"], value)
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false")
+    return value
 
 
-def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Provider:
-    name = str(raw.get("name") or f"provider{index}")
-    base_url = raw.get("base_url")
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"provider {name!r}: base_url must be an http(s) URL")
-    api = raw.get("api", "auto")
-    if api not in _API_MODES:
-        raise ConfigError(f"provider {name!r}: api must be one of {', '.join(_API_MODES)}")
-    if api == "harmony" and importlib.util.find_spec("openai_harmony") is None:
+def _choice(*choices: str) -> _FieldParser:
+    def parse(value: Any, where: str) -> Any:
+        if value not in choices:
+            quoted = [repr(c) for c in choices]
+            listed = f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+            raise ConfigError(f"{where} must be {listed}, got {value!r}")
+        return value
+
+    return parse
+
+
+def _seconds(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"{where} must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _window(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"{where} must be a positive integer (tokens), got {value!r}")
+    return value
+
+
+def _windows(value: Any, where: str) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table of models and token counts")
+    return {str(model): _window(size, f"{where}.{model}") for model, size in value.items()}
+
+
+def _headers(value: Any, where: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{where} must be a table of strings")
+    return {str(k): v for k, v in value.items()}
+
+
+def _base_url(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value.startswith(("http://", "https://")):
+        raise ConfigError(f"{where} must be an http(s) URL")
+    return value.rstrip("/")
+
+
+def _api(value: Any, where: str) -> ApiMode:
+    mode = _choice(*_API_MODES)(value, where)
+    if mode == "harmony" and importlib.util.find_spec("openai_harmony") is None:
         raise ConfigError(
-            f"provider {name!r}: api 'harmony' needs the openai-harmony package: "
+            f"{where} 'harmony' needs the openai-harmony package: "
             "pip install 'responses-gateway[harmony]' (on Lambda: HARMONY=1 sam build)"
         )
-    key = raw.get("api_key")
-    key_env = raw.get("api_key_env")
-    if key is None and isinstance(key_env, str):
+    return cast(ApiMode, mode)
+
+
+PROVIDER_FIELDS: dict[str, _FieldParser] = {
+    "base_url": _base_url,
+    "api": _api,
+    "models": _strings,
+    "prefixes": _strings,
+    "strip_prefix": _bool,
+    "default": _bool,
+    "headers": _headers,
+    "timeout": _seconds,
+    "hosted_tools": _choice("omit", "reject"),
+    "context_window": _window,
+    "context_windows": _windows,
+    "send_reasoning_content": _bool,
+    "send_verbosity": _bool,
+    "streaming": _choice("auto", "on", "off"),
+}
+"""Provider keys that set the :class:`Provider` field of the same name, and their parsers."""
+
+_DEPLOYED_KEY_SOURCES = ("api_key_parameter", "api_key_secret")
+"""Provider keys the deployed functions resolve into ``api_key`` before parsing (SSM, Secrets
+Manager): known keys, but an error anywhere else (``serve`` does not call AWS for a key)."""
+
+_PROVIDER_OTHER_KEYS = frozenset({"name", "api_key", "api_key_env", *LIMIT_KEYS})
+"""Provider keys handled outside :data:`PROVIDER_FIELDS`: the name, the key, the loop caps."""
+
+PROVIDER_KEYS = frozenset({*PROVIDER_FIELDS, *_PROVIDER_OTHER_KEYS, *_DEPLOYED_KEY_SOURCES})
+"""Every key a ``[[providers]]`` entry may have."""
+
+
+def _provider_key(raw: Mapping[str, Any], env: Mapping[str, str], where: str) -> str | None:
+    key, key_env = raw.get("api_key"), raw.get("api_key_env")
+    deployed = [k for k in _DEPLOYED_KEY_SOURCES if k in raw]
+    if deployed:
+        raise ConfigError(
+            f"{where}.{deployed[0]} is read by the deployed functions only; "
+            "locally use api_key_env (or api_key)"
+        )
+    if key is not None and key_env is not None:
+        raise ConfigError(f"{where}: give api_key or api_key_env, not both")
+    if key_env is not None:
+        if not isinstance(key_env, str) or not key_env:
+            raise ConfigError(f"{where}.api_key_env must be the name of an environment variable")
         key = env.get(key_env)
-    headers = raw.get("headers") or {}
-    if not isinstance(headers, dict):
-        raise ConfigError(f"provider {name!r}: headers must be a table of strings")
+        if not key:
+            raise ConfigError(
+                f"{where}.api_key_env names the environment variable {key_env!r}, which is not set"
+            )
+    if key is not None and not isinstance(key, str):
+        raise ConfigError(f"{where}.api_key must be a string")
+    return key or None
+
+
+def _provider(raw: Any, env: Mapping[str, str], index: int) -> Provider:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"providers[{index}] must be a table")
+    name = raw.get("name", f"provider{index}")
+    if not isinstance(name, str) or not name:
+        raise ConfigError(f"providers[{index}].name must be a non-empty string")
+    where = f"provider {name!r}"
+    message = unknown_key_message(where, raw, PROVIDER_KEYS)
+    if message is not None:
+        raise ConfigError(message)
+    if "base_url" not in raw:
+        raise ConfigError(f"{where}: base_url is required (an http(s) URL)")
+    fields = {
+        key: parse(raw[key], f"{where}.{key}")
+        for key, parse in PROVIDER_FIELDS.items()
+        if key in raw
+    }
     return Provider(
         name=name,
-        base_url=base_url.rstrip("/"),
-        api_key=key if isinstance(key, str) and key else None,
-        api=cast(ApiMode, api),
-        models=_str_tuple(raw.get("models"), "models", name),
-        prefixes=_str_tuple(raw.get("prefixes"), "prefixes", name),
-        strip_prefix=bool(raw.get("strip_prefix", False)),
-        default=bool(raw.get("default", False)),
-        headers={str(k): str(v) for k, v in headers.items()},
-        timeout=float(raw.get("timeout", 600.0)),
-        hosted_tools=_hosted_policy(raw.get("hosted_tools", "omit"), name),
-        context_window=_window(raw.get("context_window"), name),
-        context_windows={
-            str(model): _window(size, name) or 0
-            for model, size in _table(raw.get("context_windows"), "context_windows", name).items()
-        },
-        send_reasoning_content=_flag(raw, "send_reasoning_content", name),
-        send_verbosity=_flag(raw, "send_verbosity", name),
-        streaming=_streaming(raw.get("streaming", "auto"), name),
-        limits=_limits(raw, f"provider {name!r}", DEFAULT_LIMITS),
+        api_key=_provider_key(raw, env, where),
+        limits=_limits(raw, where, DEFAULT_LIMITS),
+        **fields,
     )
-
-
-def _streaming(value: Any, name: str) -> Literal["auto", "on", "off"]:
-    if value not in ("auto", "on", "off"):
-        raise ConfigError(f"provider {name!r}: streaming must be 'auto', 'on' or 'off'")
-    return cast(Literal["auto", "on", "off"], value)
 
 
 def _limits(raw: Mapping[str, Any], where: str, base: LoopLimits) -> LoopLimits:
@@ -342,27 +432,20 @@ def _limits(raw: Mapping[str, Any], where: str, base: LoopLimits) -> LoopLimits:
         raise ConfigError(str(exc)) from None
 
 
-def _table(value: Any, key: str, name: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ConfigError(f"provider {name!r}: {key} must be a table")
-    return value
-
-
-def _window(value: Any, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ConfigError(f"provider {name!r}: a context window must be a positive integer")
-    return value
-
-
-def _flag(raw: Mapping[str, Any], key: str, name: str) -> bool:
-    value = raw.get(key, False)
-    if not isinstance(value, bool):
-        raise ConfigError(f"provider {name!r}: {key} must be true or false")
-    return value
+TOP_LEVEL_KEYS = frozenset(
+    {
+        "providers",
+        "routes",
+        "mcp_servers",
+        "tool_backends",
+        "prices",
+        "budgets",
+        "operators",
+        "request_log",
+        "prompts",
+    }
+)
+"""The tables and lists a configuration file may have."""
 
 
 def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> GatewayConfig:
@@ -374,6 +457,9 @@ def parse_config(data: Mapping[str, Any], env: Mapping[str, str] | None = None) 
         ConfigError: the file breaks a rule (the message names the entry, never a secret).
     """
     env = os.environ if env is None else env
+    message = unknown_key_message("top level", data, TOP_LEVEL_KEYS)
+    if message is not None:
+        raise ConfigError(message)
     raw_providers = data.get("providers")
     if not isinstance(raw_providers, list) or not raw_providers:
         raise ConfigError("the config needs a non-empty 'providers' list")
@@ -429,9 +515,9 @@ def _tool_backends(raw: Any, servers: tuple[OperatorMcpServer, ...]) -> tuple[To
     labels = {server.server_label for server in servers}
     for index, entry in enumerate(raw):
         name = f"tool_backends[{index}]"
-        unknown = sorted(set(entry) - {"type", "server_label", "tool", "argument"})
-        if unknown:
-            raise ConfigError(f"{name}: unknown key {unknown[0]!r}")
+        message = unknown_key_message(name, entry, ("type", "server_label", "tool", "argument"))
+        if message is not None:
+            raise ConfigError(message)
         kind = entry.get("type")
         if kind not in BACKED_TOOL_TYPES:
             raise ConfigError(f"{name}: type must be one of {', '.join(BACKED_TOOL_TYPES)}")
@@ -485,9 +571,9 @@ def _log_content(raw: Any, env: Mapping[str, str]) -> frozenset[str]:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError("request_log must be a table")
-    unknown = sorted(set(raw) - {"content_tenants"})
-    if unknown:
-        raise ConfigError(f"request_log: unknown key {unknown[0]!r}")
+    message = unknown_key_message("request_log", raw, ("content_tenants",))
+    if message is not None:
+        raise ConfigError(message)
     tenants = raw.get("content_tenants", [])
     if not isinstance(tenants, list) or not all(isinstance(t, str) and t for t in tenants):
         raise ConfigError("request_log.content_tenants must be a list of tenant names")
@@ -536,7 +622,10 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
     env = os.environ if env is None else env
     path = env.get("GATEWAY_CONFIG")
     if path:
-        text = Path(path).read_text(encoding="utf-8")
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read GATEWAY_CONFIG {path}: {exc.strerror}") from None
         return parse_config_text(text, path, env)
     base_url = env.get("UPSTREAM_BASE_URL")
     if not base_url:
@@ -676,9 +765,9 @@ def _mcp_server(raw: Any, env: Mapping[str, str], index: int) -> OperatorMcpServ
             f"mcp_servers[{index}]: server_label must be 1-64 letters, digits, '_' or '-'"
         )
     name = f"mcp server {label!r}"
-    unknown = sorted(set(raw) - _MCP_KEYS)
-    if unknown:
-        raise ConfigError(f"{name}: unknown key {unknown[0]!r}")
+    message = unknown_key_message(name, raw, _MCP_KEYS)
+    if message is not None:
+        raise ConfigError(message)
     url, command = raw.get("url"), raw.get("command")
     if (url is None) == (command is None):
         raise ConfigError(f"{name}: give exactly one of url (remote) or command (stdio)")

@@ -256,8 +256,10 @@ class TenancyPolicy:
             try:
                 text = Path(path).read_text(encoding="utf-8")
             except OSError as exc:
-                raise TenancyConfigError(f"cannot read {KEYS_FILE_ENV}: {exc.strerror}") from None
-            keys = parse_keys(text, source=KEYS_FILE_ENV, allow_empty=True)
+                raise TenancyConfigError(
+                    f"cannot read {KEYS_FILE_ENV} {path}: {exc.strerror}"
+                ) from None
+            keys = parse_keys(text, source=f"{KEYS_FILE_ENV} {path}", allow_empty=True)
         trust = env.get(TRUST_ENV, "").strip().lower() in _TRUE
         return cls(keys=keys, trust_lambda_context=trust)
 

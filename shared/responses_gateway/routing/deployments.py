@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from responses_gateway.config_keys import unknown_key_message
 from responses_gateway.loop.limits import DEFAULT_LIMITS, LIMIT_KEYS, LoopLimits, parse_loop_limits
 
 __all__ = [
@@ -110,9 +111,9 @@ def _deployment(
 ) -> Deployment:
     if not isinstance(raw, Mapping):
         raise RouteError(f"{where} must be a table")
-    unknown = sorted(set(raw) - _DEPLOYMENT_KEYS)
-    if unknown:
-        raise RouteError(f"{where}: unknown key {unknown[0]!r}")
+    message = unknown_key_message(where, raw, _DEPLOYMENT_KEYS)
+    if message is not None:
+        raise RouteError(message)
     provider = providers.get(str(raw.get("provider")))
     if provider is None:
         raise RouteError(f"{where}: provider must name one of the providers")
@@ -145,9 +146,9 @@ def _route(
     where = f"routes[{index}]"
     if not isinstance(raw, Mapping):
         raise RouteError(f"{where} must be a table")
-    unknown = sorted(set(raw) - _ROUTE_KEYS)
-    if unknown:
-        raise RouteError(f"{where}: unknown key {unknown[0]!r}")
+    message = unknown_key_message(where, raw, _ROUTE_KEYS)
+    if message is not None:
+        raise RouteError(message)
     model = raw.get("model")
     if not isinstance(model, str) or not model:
         raise RouteError(f"{where}: model must be a non-empty string")

@@ -12,7 +12,9 @@ Owns the choice and its environment, and nothing else: building each store is it
 
 ``GATEWAY_DB_PATH`` (or ``serve --db``) is the SQLite file; ``:memory:`` keeps everything in
 memory. Its default is ``$XDG_DATA_HOME/responses-gateway/gateway.db``, i.e.
-``~/.local/share/responses-gateway/gateway.db`` when ``XDG_DATA_HOME`` is unset.
+``~/.local/share/responses-gateway/gateway.db`` when ``XDG_DATA_HOME`` is unset. A file named
+there must be in an existing directory (a typo is an error, not a new directory); only the
+default location's directory is created.
 ``RETENTION_DAYS`` applies to every store. The deployed functions do not come here: they always
 use DynamoDB (``observability``).
 """
@@ -64,7 +66,16 @@ def _open_sqlite(env: Mapping[str, str], db_path: str | None) -> OpenedStore:
     from responses_gateway.store.dynamo import retention_days_from_env
     from responses_gateway.store.sqlite import MEMORY, SqliteStore
 
-    path = db_path or env.get(DB_PATH_ENV) or str(default_db_path(env))
+    named = db_path or env.get(DB_PATH_ENV)
+    if named and named != MEMORY:
+        parent = Path(named).expanduser().parent
+        if not parent.is_dir():
+            source = "--db" if db_path else DB_PATH_ENV
+            raise ConfigError(
+                f"{source} {named}: the directory {parent} does not exist (create it first; "
+                "only the default location's directory is created)"
+            )
+    path = named or str(default_db_path(env))
     store = SqliteStore(path, retention_days=retention_days_from_env(env))
     where = (
         "in memory (lost on exit)"

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
+from responses_gateway.config_keys import unknown_key_message
 from responses_gateway.usage.pricing import PriceTable
 from responses_gateway.usage.records import BudgetLimits, TenantSpend, UsageCounts
 
@@ -168,9 +169,9 @@ def parse_limits(raw: Any, where: str) -> BudgetLimits:
     """
     if not isinstance(raw, Mapping):
         raise BudgetError(f"{where} must be a table")
-    unknown = sorted(set(raw) - set(_LIMIT_KEYS) - {"tenants"})
-    if unknown:
-        raise BudgetError(f"{where}: unknown key {unknown[0]!r}")
+    message = unknown_key_message(where, raw, (*_LIMIT_KEYS, "tenants"))
+    if message is not None:
+        raise BudgetError(message)
     values: dict[str, Any] = {}
     for name in _LIMIT_KEYS:
         value = raw.get(name)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from responses_gateway.config_keys import unknown_key_message
 from responses_gateway.usage.records import UsageCounts
 
 __all__ = ["Price", "PriceError", "PriceTable", "parse_prices"]
@@ -95,9 +96,9 @@ def parse_prices(raw: Any) -> PriceTable:
         where = f"prices.{model}"
         if not isinstance(entry, Mapping):
             raise PriceError(f"{where} must be a table with input and output")
-        unknown = sorted(set(entry) - _PRICE_KEYS)
-        if unknown:
-            raise PriceError(f"{where}: unknown key {unknown[0]!r}")
+        message = unknown_key_message(where, entry, _PRICE_KEYS)
+        if message is not None:
+            raise PriceError(message)
         input_price = _amount(entry, "input", where, required=True)
         output_price = _amount(entry, "output", where, required=True)
         assert input_price is not None and output_price is not None
