@@ -630,6 +630,25 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
     base_url = env.get("UPSTREAM_BASE_URL")
     if not base_url:
         return None
+    try:
+        return _upstream_config(base_url, env)
+    except ConfigError as exc:
+        message = str(exc)
+        for key, variable in _UPSTREAM_VARIABLES.items():
+            message = message.replace(f"provider 'upstream'.{key}", variable)
+        raise ConfigError(message) from None
+
+
+_UPSTREAM_VARIABLES = {
+    "base_url": "UPSTREAM_BASE_URL",
+    "api": "UPSTREAM_API",
+    "hosted_tools": "UPSTREAM_HOSTED_TOOLS",
+    "streaming": "UPSTREAM_STREAMING",
+}
+"""The single-provider variables, by the provider key each sets (for error messages)."""
+
+
+def _upstream_config(base_url: str, env: Mapping[str, str]) -> GatewayConfig:
     return parse_config(
         {
             "providers": [

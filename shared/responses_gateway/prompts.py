@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from responses_gateway.config_keys import unknown_key_message
 from responses_gateway.errors import InvalidRequestError, NotFoundError
 
 __all__ = [
@@ -75,6 +76,10 @@ class ResolvedPrompt:
     """The ``prompt`` the Response echoes: id, the version used, the variables."""
 
 
+_PROMPT_KEYS = ("versions", "default_version")
+_VERSION_KEYS = ("instructions", "input")
+
+
 def parse_prompts(raw: Any) -> dict[str, PromptTemplate]:
     """The ``prompts`` config section (absent: none).
 
@@ -87,7 +92,18 @@ def parse_prompts(raw: Any) -> dict[str, PromptTemplate]:
         raise PromptConfigError("'prompts' must be an object of prompt id -> template")
     out: dict[str, PromptTemplate] = {}
     for prompt_id, spec in raw.items():
+        message = unknown_key_message(
+            f"prompt {prompt_id!r}", spec if isinstance(spec, dict) else (), _PROMPT_KEYS
+        )
         versions = spec.get("versions") if isinstance(spec, dict) else None
+        for version, body in (versions or {}).items() if isinstance(versions, dict) else ():
+            message = message or unknown_key_message(
+                f"prompt {prompt_id!r} version {version!r}",
+                body if isinstance(body, dict) else (),
+                _VERSION_KEYS,
+            )
+        if message is not None:
+            raise PromptConfigError(message)
         if not isinstance(versions, dict) or not versions:
             raise PromptConfigError(f"prompt {prompt_id!r} needs a non-empty 'versions' object")
         parsed = {str(v): _version(prompt_id, str(v), body) for v, body in versions.items()}

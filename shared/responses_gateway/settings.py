@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from responses_gateway.config import ConfigError
 
-__all__ = ["SETTINGS", "Setting", "check_environment", "setting_names"]
+__all__ = ["OTHER_VARIABLES", "SETTINGS", "Setting", "check_environment", "setting_names"]
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("", "0", "false", "no", "off")
@@ -56,8 +56,9 @@ def _dynamodb(env: Mapping[str, str]) -> object:
 
 
 def _tenancy(env: Mapping[str, str]) -> object:
-    from responses_gateway.tenancy import TenancyPolicy
+    from responses_gateway.tenancy import TRUST_ENV, TenancyPolicy
 
+    _flag(TRUST_ENV)(env)
     return TenancyPolicy.from_env(env)
 
 
@@ -97,6 +98,23 @@ def _positive(*names: str) -> Callable[[Mapping[str, str]], object]:
     return check
 
 
+def _seconds(*names: str) -> Callable[[Mapping[str, str]], object]:
+    def check(env: Mapping[str, str]) -> object:
+        for name in names:
+            raw = env.get(name, "").strip()
+            if not raw:
+                continue
+            try:
+                value = float(raw)
+            except ValueError:
+                value = 0.0
+            if not 0 < value < float("inf"):
+                raise ConfigError(f"{name} must be a positive number of seconds, got {raw!r}")
+        return None
+
+    return check
+
+
 def _limits(env: Mapping[str, str]) -> object:
     from responses_gateway.api.limits import Limits
 
@@ -113,7 +131,18 @@ def _sealing(env: Mapping[str, str]) -> object:
     """Installs the process's keyring: the warning about an ephemeral key comes now."""
     from responses_gateway import sealing
 
-    return sealing.configure(env)
+    try:
+        return sealing.configure(env)
+    except sealing.SealingConfigError as exc:
+        message = str(exc)
+        if message.startswith("cannot read"):
+            raise ConfigError(message) from None
+        if env.get(sealing.KEYS_ENV, "").strip():
+            raise ConfigError(f"{sealing.KEYS_ENV}: {message}") from None
+        path = env.get(sealing.KEYS_FILE_ENV, "").strip()
+        if path:
+            raise ConfigError(f"{sealing.KEYS_FILE_ENV} {path}: {message}") from None
+        raise ConfigError(message) from None
 
 
 def _any(env: Mapping[str, str]) -> object:
@@ -168,6 +197,9 @@ SETTINGS: tuple[Setting, ...] = (
         ("GATEWAY_MAX_UPSTREAM_EVENT_BYTES", "GATEWAY_MAX_UPSTREAM_STREAM_BYTES"),
         _positive("GATEWAY_MAX_UPSTREAM_EVENT_BYTES", "GATEWAY_MAX_UPSTREAM_STREAM_BYTES"),
     ),
+    Setting(("GATEWAY_WS_MAX_SECONDS",), _seconds("GATEWAY_WS_MAX_SECONDS")),
+    Setting(("GATEWAY_WS_MAX_MESSAGE_BYTES",), _positive("GATEWAY_WS_MAX_MESSAGE_BYTES")),
+    Setting(("BACKGROUND_MAX_SECONDS",), _seconds("BACKGROUND_MAX_SECONDS")),
     Setting(
         (
             "GATEWAY_SEALING_KEYS",
@@ -180,6 +212,36 @@ SETTINGS: tuple[Setting, ...] = (
 )
 """Every variable a served gateway reads, in the README's order, with its check. The sealing
 keys come last: their check installs the process's keyring."""
+
+OTHER_VARIABLES: dict[str, str] = {
+    "AWS_ACCESS_KEY_ID": "AWS credentials, read as the AWS SDKs read them",
+    "AWS_SECRET_ACCESS_KEY": "AWS credentials",
+    "AWS_SESSION_TOKEN": "AWS credentials",
+    "AWS_SECURITY_TOKEN": "AWS credentials (the older name)",
+    "AWS_CREDENTIAL_EXPIRATION": "AWS credentials",
+    "AWS_CA_BUNDLE": "AWS SDK setting",
+    "AWS_DEFAULT_REGION": "AWS SDK setting (AWS_REGION wins)",
+    "AWS_ENDPOINT_URL": "AWS SDK setting",
+    "AWS_ENDPOINT_URL_DYNAMODB": "AWS SDK setting",
+    "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "AWS SDK setting",
+    "AWS_USE_DUALSTACK_ENDPOINT": "AWS SDK setting",
+    "AWS_USE_FIPS_ENDPOINT": "AWS SDK setting",
+    "XDG_DATA_HOME": "the user's data directory (the default SQLite file)",
+    "AWS_LAMBDA_FUNCTION_NAME": "set by Lambda",
+    "POWERTOOLS_SERVICE_NAME": "deployed: set by the template",
+    "POWERTOOLS_METRICS_NAMESPACE": "deployed: set by the template",
+    "POWERTOOLS_TRACE_DISABLED": "deployed: Powertools tracing",
+    "UPSTREAM_API_KEY_PARAMETER": "deployed: set by the template (docs/deploy.md)",
+    "UPSTREAM_API_KEY_SECRET": "deployed: set by the template (docs/deploy.md)",
+    "BACKGROUND_STATE_MACHINE_ARN": "deployed: set by the template (docs/background.md)",
+    "SOCKET_MANAGEMENT_ENDPOINT": "deployed: the WebSocket API's management endpoint",
+    "WORKER_MARGIN_SECONDS": "deployed: the background worker's margin before its deadline",
+    "HANDOVER_MARGIN_SECONDS": "deployed: a foreground loop's margin before its deadline",
+    "STEPFUNCTIONS_ENDPOINT_URL": "tests: a Step Functions endpoint other than AWS",
+    "GATEWAY_SPEC_DIR": "tests: where the spec oracles' fixtures are",
+}
+"""Variables the package reads that are not a served gateway's settings, and whose they are
+(a test checks that every variable the code reads is in one of the two tables)."""
 
 
 def setting_names() -> tuple[str, ...]:
