@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Offline validation of template.yaml, as CI runs it (.ci/run): no AWS credentials, no Docker.
 #
-#   1. the SAM transform (samtranslator, from the project's dev extra) + cfn-lint on its output,
+#   1. the SAM transform (samtranslator, installed here when missing: infra/sam-translator.txt)
+#      + cfn-lint on its output,
 #      the background state machine's ASL inlined so that cfn-lint checks it (check_template.py);
 #   2. `sam validate --lint` (the SAM CLI lives in its own virtualenv, build/sam-cli, because its
 #      pins clash with the project's; an installed `sam` on PATH is used instead when present);
@@ -17,6 +18,11 @@ export SAM_CLI_TELEMETRY=0
 SAM_CLI_VERSION="${SAM_CLI_VERSION:-1.170.0}"
 MAX_ARTIFACT_MB="${MAX_ARTIFACT_MB:-30}"
 
+# The SAM translator pins an older pydantic than the project's and works with it: installed
+# without its dependencies (infra/sam-translator.txt), when missing.
+if ! python -c 'import samtranslator' 2>/dev/null; then
+    python -m pip install --quiet --disable-pip-version-check --no-deps -r infra/sam-translator.txt
+fi
 python infra/check_template.py
 
 if command -v sam >/dev/null 2>&1; then

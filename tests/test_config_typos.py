@@ -33,6 +33,7 @@ def _keep_the_process_keyring() -> Iterator[None]:
     yield
     sealing._keyring = kept
 
+
 BASE = """
 [[providers]]
 name = "openai"

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import base64
 import copy
+import fcntl
 import importlib.util
 import json
+import subprocess
 import sys
 import uuid
 from collections.abc import Iterator, Mapping
@@ -58,10 +60,42 @@ def sam_template(check_template: ModuleType) -> dict[str, Any]:
     return template
 
 
+SAM_TRANSLATOR = ROOT / "infra" / "sam-translator.txt"
+"""The pinned SAM translator (installed without its dependencies: it pins an older pydantic)."""
+
+
+def install_sam_translator() -> None:
+    """Install the pinned SAM translator unless importable, as ``infra/check_template.sh``
+    does; serialised across test processes with ``flock``. Fails (never skips) when it cannot."""
+    if importlib.util.find_spec("samtranslator") is not None:
+        return
+    lock_path = ROOT / "build" / ".sam-translator.lock"
+    lock_path.parent.mkdir(exist_ok=True)
+    with lock_path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        importlib.invalidate_caches()
+        if importlib.util.find_spec("samtranslator") is None:
+            done = subprocess.run(
+                [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+                + ["--no-deps", "-r", str(SAM_TRANSLATOR)],
+                capture_output=True,
+                text=True,
+                timeout=600,
+                check=False,
+            )
+            if done.returncode != 0:
+                pytest.fail(f"cannot install {SAM_TRANSLATOR.name}: {done.stderr}", pytrace=False)
+            importlib.invalidate_caches()
+
+
 @pytest.fixture(scope="session")
-def cfn(check_template: ModuleType) -> dict[str, Any]:
+def sam_translator() -> None:
+    install_sam_translator()
+
+
+@pytest.fixture(scope="session")
+def cfn(check_template: ModuleType, sam_translator: None) -> dict[str, Any]:
     """The CloudFormation the SAM transform makes of ``template.yaml`` (default parameters)."""
-    pytest.importorskip("samtranslator", reason="CI installs aws-sam-translator (.ci/run)")
     transformed: dict[str, Any] = check_template.transformed()
     return transformed
 
@@ -232,8 +266,6 @@ def buffered_handler(deployed_env: dict[str, str]) -> Any:
 
 @pytest.fixture(scope="session")
 def worker_handler(deployed_env: dict[str, str]) -> Any:
-    """The background worker function's ``handler``, loaded from its entry module (skipped
-    while ``responses_gateway.background.entry`` does not exist)."""
-    pytest.importorskip("responses_gateway.background.entry")
+    """The background worker function's ``handler``, loaded from its entry module."""
     handler: Any = load_entry("worker", "worker_handler.py", deployed_env).handler
     return handler

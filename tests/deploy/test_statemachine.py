@@ -51,8 +51,6 @@ from responses_gateway.background.stepfunctions import (
     execution_input,
 )
 
-pytest.importorskip("moto", reason="the dev extra installs moto")
-
 ROOT = Path(__file__).resolve().parents[2]
 ASL = ROOT / "infra" / "statemachines" / "background.asl.json"
 REGION = "us-east-1"

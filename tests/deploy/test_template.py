@@ -103,9 +103,9 @@ def _target(operation: dict[str, Any]) -> tuple[str, str]:
     return match["function"], f"{match['version']}/{match['kind']}"
 
 
-def test_template_transforms_and_lints_clean(check_template: ModuleType) -> None:
-    pytest.importorskip("samtranslator", reason="CI installs aws-sam-translator (.ci/run)")
-    pytest.importorskip("cfnlint", reason="cfn-lint comes with the dev extra")
+def test_template_transforms_and_lints_clean(
+    check_template: ModuleType, sam_translator: None
+) -> None:
     assert check_template.main([]) == 0
 
 

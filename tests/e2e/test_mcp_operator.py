@@ -8,7 +8,6 @@ operator servers are not subject to. The client is the official ``openai`` SDK.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from collections.abc import Iterator
@@ -28,11 +27,6 @@ from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 from .conftest import MODELS, Stack
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("mcp_server_time") is None,
-    reason="mcp-server-time is not installed (pip install mcp-server-time)",
-)
 
 OPERATOR_ENV_SECRET = "operator-only-value-5b2f"
 """Set in the time server's configured ``env``: it must never reach a response or the store."""

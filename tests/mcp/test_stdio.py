@@ -8,7 +8,6 @@ answers, tool error, too many tools), output bounds, and the constructor rules o
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import sys
@@ -241,9 +240,6 @@ async def test_a_call_that_times_out_is_cancelled_with_a_notice() -> None:
     assert isinstance(notice["requestId"], int)
 
 
-@pytest.mark.skipif(
-    importlib.util.find_spec("mcp_server_time") is None, reason="mcp-server-time is not installed"
-)
 async def test_a_third_party_sdk_server_over_stdio_lists_and_calls_in_one_process() -> None:
     server = McpServer(
         "time",
