@@ -8,7 +8,7 @@ import argparse
 import re
 from pathlib import Path
 
-from responses_gateway.cli import main
+from responses_gateway.cli import build_parser
 from responses_gateway.config import PROVIDER_KEYS, TOP_LEVEL_KEYS
 from responses_gateway.settings import setting_names
 
@@ -59,27 +59,15 @@ def test_docs_speak_of_the_product_not_of_its_history() -> None:
 
 def _parser_commands() -> dict[str, set[str]]:
     """Each subcommand and its option strings, from the CLI's own parser."""
-    captured: dict[str, set[str]] = {}
-    original = argparse.ArgumentParser.parse_args
-
-    def capture(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> object:
-        for action in self._actions:
-            if isinstance(action, argparse._SubParsersAction):
-                for command, sub in action.choices.items():
-                    captured[command] = {
-                        option for a in sub._actions for option in a.option_strings
-                    }
-        raise SystemExit(0)
-
-    argparse.ArgumentParser.parse_args = capture  # type: ignore[assignment,method-assign]
-    try:
-        try:
-            main(["serve"])
-        except SystemExit:
-            pass
-    finally:
-        argparse.ArgumentParser.parse_args = original  # type: ignore[method-assign]
-    return captured
+    (subcommands,) = [
+        action
+        for action in build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)
+    ]
+    return {
+        command: {option for action in sub._actions for option in action.option_strings}
+        for command, sub in subcommands.choices.items()
+    }
 
 
 def test_every_command_line_the_docs_show_parses() -> None:

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main"]
 
 DESCRIPTION = (
     "Run a Responses API gateway locally (serve), a scripted model (fake-upstream), and the "
@@ -444,8 +444,9 @@ def _number(value: Any) -> Any:
     return value
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``responses-gateway`` command."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command's parser: every subcommand and flag (the docs' command lines are checked
+    against it)."""
     parser = argparse.ArgumentParser(prog="responses-gateway", description=DESCRIPTION)
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the gateway API")
@@ -516,6 +517,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         command.add_argument("--endpoint-url", default=None, help="the table's endpoint")
         command.add_argument("--region", default=None, help="the table's region")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``responses-gateway`` command."""
+    parser = build_parser()
     args = parser.parse_args(argv)
     _configure_logging(sys.stdout if args.command == "serve" else sys.stderr)
     if args.command == "serve":
