@@ -65,8 +65,11 @@ FILE_TYPOS = [
     ),
     (
         BASE + 'api_key_secret = "openai-key"\n',
-        "provider 'openai'.api_key_secret is read by the deployed functions only; locally use "
-        "api_key_env (or api_key)",
+        "provider 'openai': give one of api_key, api_key_secret, not several",
+    ),
+    (
+        BASE.replace('api_key = "sk-test"', "api_key_parameter = 7"),
+        "provider 'openai'.api_key_parameter must be a non-empty string",
     ),
     (
         "operator = ['ops']\n" + BASE,
@@ -369,3 +372,18 @@ def test_settings_table_is_in_order_and_without_duplicates() -> None:
     names = setting_names()
     assert len(names) == len(set(names))
     assert SETTINGS[-1].names[0] == "GATEWAY_SEALING_KEYS"  # installs the keyring: last
+
+
+def test_a_deployed_document_checks_locally_with_its_keys_named_in_aws(tmp_path: Path) -> None:
+    """docs/deploy.md: check a document before deploying with ``GATEWAY_CONFIG=... serve``."""
+    path = tmp_path / "gateway-config.json"
+    path.write_text(
+        '{"providers": [{"name": "openai", "base_url": "https://api.openai.com/v1",'
+        ' "api_key_parameter": "/responses-gateway/openai-key"}]}',
+        encoding="utf-8",
+    )
+    config = load_config({"GATEWAY_CONFIG": str(path)})
+    assert config is not None
+    (provider,) = config.providers
+    assert provider.api_key is None
+    assert provider.key_reference == "api_key_parameter /responses-gateway/openai-key"

@@ -260,6 +260,36 @@ def test_the_readme_walked_on_the_default_store(machine: Machine) -> None:
     # 3. usage, budgets and keys on the same default store
     _operate(machine)
 
+    # 4. the scripted upstream alone (Development)
+    (fake,) = re.findall(r"`(responses-gateway fake-upstream[^`]*)`", README)
+    port = _free_port()
+    command = fake.replace("--port 8001", f"--port {port}")
+    proc = subprocess.Popen(
+        ["bash", "-c", f". .venv/bin/activate && exec {command}"],
+        cwd=machine.clone,
+        env=machine.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == (
+            f"responses-gateway: scripted fake upstream on http://127.0.0.1:{port}/v1\n"
+        )
+        with httpx.Client(timeout=5.0) as client:
+            for _ in range(400):
+                try:
+                    models = client.get(f"http://127.0.0.1:{port}/v1/models")
+                    break
+                except httpx.TransportError:
+                    with pytest.raises(subprocess.TimeoutExpired):
+                        proc.wait(timeout=0.05)
+        assert models.status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
 
 @pytest.fixture(scope="module")
 def dynamodb() -> Iterator[LocalDynamo]:

@@ -111,6 +111,14 @@ def _serve(host: str, port: int, db_path: str | None, enforce_budgets: bool = Fa
     else:
         names = ", ".join(f"{p.name} ({p.api})" for p in config.providers)
         print(f"responses-gateway: providers: {names}", flush=True)
+        for provider in config.providers:
+            if provider.key_reference is not None:
+                print(
+                    f"responses-gateway: provider {provider.name!r} names its key with "
+                    f"{provider.key_reference}, which the deployed functions read: serve calls "
+                    "it without a key (locally: api_key_env)",
+                    flush=True,
+                )
     from responses_gateway.store import StoreError, open_store
 
     try:

@@ -124,6 +124,10 @@ class Provider:
     limits: LoopLimits = DEFAULT_LIMITS
     """The caps of each response's loop on this provider: model calls, gateway tool calls,
     wall time (``max_model_calls``, ``max_tool_calls``, ``max_loop_seconds``)."""
+    key_reference: str | None = None
+    """Where a deployed function reads this provider's key (``api_key_parameter /name`` or
+    ``api_key_secret name``), when the document names one and nothing resolved it: ``serve``
+    then calls the provider without a key, and says so."""
 
     @property
     def catch_all(self) -> bool:
@@ -368,7 +372,8 @@ PROVIDER_FIELDS: dict[str, _FieldParser] = {
 
 _DEPLOYED_KEY_SOURCES = ("api_key_parameter", "api_key_secret")
 """Provider keys the deployed functions resolve into ``api_key`` before parsing (SSM, Secrets
-Manager): known keys, but an error anywhere else (``serve`` does not call AWS for a key)."""
+Manager). Elsewhere (``serve`` does not call AWS for a key) they are checked and kept as the
+provider's :attr:`Provider.key_reference`."""
 
 _PROVIDER_OTHER_KEYS = frozenset({"name", "api_key", "api_key_env", *LIMIT_KEYS})
 """Provider keys handled outside :data:`PROVIDER_FIELDS`: the name, the key, the loop caps."""
@@ -379,14 +384,9 @@ PROVIDER_KEYS = frozenset({*PROVIDER_FIELDS, *_PROVIDER_OTHER_KEYS, *_DEPLOYED_K
 
 def _provider_key(raw: Mapping[str, Any], env: Mapping[str, str], where: str) -> str | None:
     key, key_env = raw.get("api_key"), raw.get("api_key_env")
-    deployed = [k for k in _DEPLOYED_KEY_SOURCES if k in raw]
-    if deployed:
-        raise ConfigError(
-            f"{where}.{deployed[0]} is read by the deployed functions only; "
-            "locally use api_key_env (or api_key)"
-        )
-    if key is not None and key_env is not None:
-        raise ConfigError(f"{where}: give api_key or api_key_env, not both")
+    named = [k for k in ("api_key", "api_key_env", *_DEPLOYED_KEY_SOURCES) if k in raw]
+    if len(named) > 1:
+        raise ConfigError(f"{where}: give one of {', '.join(named)}, not several")
     if key_env is not None:
         if not isinstance(key_env, str) or not key_env:
             raise ConfigError(f"{where}.api_key_env must be the name of an environment variable")
@@ -398,6 +398,16 @@ def _provider_key(raw: Mapping[str, Any], env: Mapping[str, str], where: str) ->
     if key is not None and not isinstance(key, str):
         raise ConfigError(f"{where}.api_key must be a string")
     return key or None
+
+
+def _key_reference(raw: Mapping[str, Any], where: str) -> str | None:
+    for name in _DEPLOYED_KEY_SOURCES:
+        if name in raw:
+            value = raw[name]
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{where}.{name} must be a non-empty string")
+            return f"{name} {value}"
+    return None
 
 
 def _provider(raw: Any, env: Mapping[str, str], index: int) -> Provider:
@@ -420,6 +430,7 @@ def _provider(raw: Any, env: Mapping[str, str], index: int) -> Provider:
     return Provider(
         name=name,
         api_key=_provider_key(raw, env, where),
+        key_reference=_key_reference(raw, where),
         limits=_limits(raw, where, DEFAULT_LIMITS),
         **fields,
     )
