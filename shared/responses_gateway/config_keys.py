@@ -8,7 +8,6 @@ know any table's keys itself.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Collection, Iterable
 
 __all__ = ["did_you_mean", "unknown_key_message"]
@@ -16,6 +15,8 @@ __all__ = ["did_you_mean", "unknown_key_message"]
 
 def did_you_mean(key: str, known: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the closest known key, or ``""`` when none is close."""
+    import difflib  # on the error path only: not a cold-start import
+
     close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.6)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
