@@ -85,3 +85,12 @@ def test_every_command_line_the_docs_show_parses() -> None:
                 assert flag in commands[command], (name, command, flag)
     assert {"serve", "usage", "budget", "keys", "create-table", "fake-upstream"} <= set(commands)
     assert shown >= 15
+
+
+def test_help_is_plain_text() -> None:
+    """``--help`` of the command and of each subcommand, without the docstrings' markup."""
+    parser = build_parser()
+    (subcommands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    for text in [parser.format_help(), *(s.format_help() for s in subcommands.choices.values())]:
+        assert re.findall(r"``|:(?:class|mod|func|data|attr|meth):", text) == []
+    assert "responses_gateway" not in parser.format_help()
