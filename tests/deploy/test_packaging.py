@@ -87,17 +87,17 @@ def test_entry_points_are_thin(directory: str, filename: str) -> None:
     assert imported <= {"responses_gateway", "typing"}, imported
     assert len(path.read_text().splitlines()) <= 30
     assert sorted(p.name for p in path.parent.iterdir() if p.name != "__pycache__") == sorted(
-        [filename, "run.sh"] if directory == "streaming" else [filename]
+        [filename, "bootstrap"] if directory == "streaming" else [filename]
     )
 
 
-def test_run_sh_is_an_executable_posix_script() -> None:
-    script = FUNCTIONS / "streaming" / "run.sh"
-    assert os.access(script, os.X_OK), "the adapter execs run.sh directly: chmod 755"
+def test_the_streaming_bootstrap_is_an_executable_posix_script() -> None:
+    script = FUNCTIONS / "streaming" / "bootstrap"
+    assert os.access(script, os.X_OK), "the runtime execs the wrapper directly: chmod 755"
     raw = script.read_bytes()
     assert raw.startswith(b"#!/bin/sh\n")
     assert b"\r" not in raw, "CRLF line endings break /bin/sh on Lambda"
-    assert b"streaming_app:app" in raw and b"--host 127.0.0.1" in raw
+    assert b"-m responses_gateway.lambda_runtime" in raw and b"_HANDLER" in raw
 
 
 def _modules_after_init(directory: str, env: dict[str, str]) -> set[str]:
