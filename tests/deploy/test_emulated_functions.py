@@ -342,21 +342,28 @@ def test_the_authorizer_names_the_bearer_token_as_the_api_key(
 def test_an_invocation_reaching_its_deadline_ends_its_answer_and_the_environment_lives_on(
     start: Callable[..., EmulatedFunction], upstream: ScriptedUpstream, make_event: Any
 ) -> None:
-    # GIVEN a streaming function whose invocations last 6 s, and an upstream that stalls
-    short = start("StreamingFunction", timeout=6)
+    # GIVEN a streaming function whose invocations last 9 s, and an upstream that stalls
+    short = start("StreamingFunction", timeout=9)
     upstream.push(Turn(text="one two three four five six", hold_after=3))
     answer = short.invoke_raw(
         _create(make_event, {"model": "scripted", "input": "Hi", "stream": True})
     )
-    # THEN the answer ended before Lambda would cut it (no sandbox timeout, no restart),
+    # THEN the answer ended before Lambda would cut it (no sandbox timeout, no restart), with
+    # the response's terminal event: incomplete, keeping what the model had said
     assert "Task timed out" not in short.log and "Sandbox.Timeout" not in short.log, short.log
     metadata, payload = _split(answer.content)
     assert metadata["statusCode"] == 200
-    assert [e["type"] for e in _events(payload)][:2] == ["response.created", "response.in_progress"]
-    # its upstream call was closed, and its request logged
+    events = _events(payload)
+    assert [e["type"] for e in events][:2] == ["response.created", "response.in_progress"]
+    assert events[-1]["type"] == "response.incomplete", [e["type"] for e in events]
+    final = events[-1]["response"]
+    assert final["incomplete_details"] == {"reason": "max_loop_seconds"}
+    assert final["output"][0]["content"][0]["text"].startswith("one")
+    # its upstream call was closed, its request logged, and the stored response is the same
     assert upstream.wait_for_disconnects(1) == 1
     assert [line["status"] for line in short.lines() if line.get("message") == "request"] == [200]
-    # AND the same environment serves the next invocation (one init for both)
+    assert _retrieve(short, make_event, final["id"])["status"] == "incomplete"
+    # AND the same environment serves the next invocation (one init for all)
     upstream.push(Turn(text="Still here"))
     _, again = _split(
         short.invoke_raw(_create(make_event, {"model": "scripted", "input": "Hi"})).content
