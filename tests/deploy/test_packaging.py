@@ -24,9 +24,10 @@ ENTRY_POINTS = {
 }
 RUNTIME_PROVIDED = {"boto3"}
 """Project dependencies the Lambda Python runtime already has (not shipped in a layer)."""
-LOCAL_ONLY = {"websockets"}
-"""Project dependencies only ``serve`` uses (uvicorn's WebSocket mode): the deployed functions
-never get an upgrade (API Gateway's WebSocket API reaches the socket function)."""
+LOCAL_ONLY = {"websockets", "uvicorn"}
+"""Project dependencies only ``serve`` uses (uvicorn and its WebSocket mode): the deployed
+functions run no web server (the streaming function has its own runtime) and never get an
+upgrade (API Gateway's WebSocket API reaches the socket function)."""
 
 
 def _layer_pins() -> dict[str, Requirement]:
@@ -57,8 +58,9 @@ def test_layer_pins_are_exact_and_admitted_by_pyproject() -> None:
         requirement = Requirement(raw)
         (pin,) = pins[requirement.name.lower()].specifier
         assert requirement.specifier.contains(pin.version), (requirement.name, pin.version)
-    assert {"mangum", "aws-lambda-powertools", "uvloop", "httptools"} <= set(pins)
-    assert not {"moto", "openai", "aws-xray-sdk"} & set(pins)
+    assert {"mangum", "aws-lambda-powertools"} <= set(pins)
+    # no web server: the streaming function runs the app on its own runtime
+    assert not {"moto", "openai", "aws-xray-sdk", "uvicorn", "uvloop", "httptools"} & set(pins)
 
 
 def test_the_layer_ships_no_mcp_sdk() -> None:
