@@ -42,7 +42,6 @@ the timings; 1 when ``--max-artifact-mb`` is exceeded or a function fails to sta
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import io
 import json
 import os
@@ -126,79 +125,30 @@ print(json.dumps({"ready_ms": (ready - started) * 1000, "first_ms": (done - read
 # -- the artifact layout -------------------------------------------------------------------------
 
 
-def _host_platform() -> str:
-    machine = sysconfig.get_platform().split("-")[-1]
-    return f"manylinux2014_{machine}"
-
-
 def build_layers(into: Path, *, bytecode: bool = True) -> dict[str, Path]:
     """Build both layers with ``infra/layers/Makefile`` for this machine; layer -> its root.
 
     Without ``bytecode`` the layers hold sources only, as SAM's ``python_pip`` builder makes them.
     """
+    from responses_gateway.testing.lambda_emulator import LAYER_SOURCES, build_layer
+
     built: dict[str, Path] = {}
-    sources = {
-        "DependenciesLayer": ROOT / "infra/layers/dependencies",
-        "SharedLayer": ROOT / "shared",
-    }
-    for layer, source in sources.items():
-        target = into / layer
-        if target.exists():
-            shutil.rmtree(target)
-        target.mkdir(parents=True)
-        subprocess.run(
-            [
-                "make",
-                "--no-print-directory",
-                "-f",
-                str(ROOT / "infra/layers/Makefile"),
-                f"build-{layer}",
-                f"ARTIFACTS_DIR={target}",
-                f"PYTHON={sys.executable}",
-                f"PLATFORM={_host_platform()}",
-                f"SOURCELESS={1 if bytecode else 0}",
-            ],
-            cwd=source,
-            check=True,
-        )
+    for layer in LAYER_SOURCES:
+        built[layer] = build_layer(layer, into / layer, bytecode=bytecode)
         if not bytecode:
-            for cache in [p for p in target.rglob("__pycache__") if p.is_dir()]:
+            for cache in [p for p in built[layer].rglob("__pycache__") if p.is_dir()]:
                 shutil.rmtree(cache)
-        built[layer] = target / "python"
     return built
-
-
-def _top_level_names(distribution: importlib.metadata.Distribution) -> set[str]:
-    names = set()
-    for file in distribution.files or []:
-        first = file.parts[0]
-        if first in ("..", "__pycache__") or first.endswith((".dist-info", ".data", ".pth")):
-            continue
-        names.add(first)
-    return names
 
 
 def runtime_dir(into: Path) -> Path:
     """A stand-in for Lambda's ``/var/runtime``: boto3 and its dependencies only (links)."""
+    from responses_gateway.testing.lambda_emulator import link_runtime_packages
+
     target = into / "runtime"
     if target.exists():
         shutil.rmtree(target)
-    target.mkdir(parents=True)
-    pending, seen = ["boto3"], set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        distribution = importlib.metadata.distribution(name)
-        site = Path(str(distribution.locate_file("")))
-        for top in _top_level_names(distribution):
-            if not (target / top).exists():
-                (target / top).symlink_to(site / top)
-        for requirement in distribution.requires or []:
-            if "extra ==" not in requirement:
-                pending.append(re.split(r"[ ;<>=!~\[(]", requirement, maxsplit=1)[0])
-    return target
+    return link_runtime_packages(target)
 
 
 def python_shim(into: Path) -> Path:

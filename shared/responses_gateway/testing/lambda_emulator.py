@@ -32,6 +32,7 @@ Test and local-run tooling only (``responses-gateway lambda-local``, ``tests/dep
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.metadata
 import json
@@ -55,11 +56,14 @@ import httpx
 __all__ = [
     "AWSLAMBDARIC_VERSION",
     "FUNCTION_DIRECTORIES",
+    "LAYER_SOURCES",
     "SAM_CLI_VERSION",
     "EmulatedFunction",
     "EmulatorKit",
     "LocalServices",
+    "build_layer",
     "function_environment",
+    "link_runtime_packages",
     "prepare_kit",
 ]
 
@@ -73,7 +77,8 @@ FUNCTION_DIRECTORIES = {
     "SocketFunction": "socket",
     "AuthorizerFunction": "authorizer",
 }
-_LAYERS = {"DependenciesLayer": "infra/layers/dependencies", "SharedLayer": "shared"}
+LAYER_SOURCES = {"DependenciesLayer": "infra/layers/dependencies", "SharedLayer": "shared"}
+"""Each layer of the template and the directory ``infra/layers/Makefile`` builds it from."""
 _ACCOUNT = "123456789012"
 _INIT_REPORT = re.compile(r"INIT REPORT\(.*?durationMs: ([0-9.]+)")
 
@@ -120,10 +125,9 @@ def _top_level_names(distribution: importlib.metadata.Distribution) -> set[str]:
     return names
 
 
-def _runtime_dir(target: Path) -> Path:
-    """``/var/runtime``: awslambdaric (installed from PyPI) and boto3 with its dependencies."""
-    if not (target / "awslambdaric").exists():
-        _pip("install", "--target", str(target), f"awslambdaric=={AWSLAMBDARIC_VERSION}")
+def link_runtime_packages(target: Path) -> Path:
+    """Link boto3 and its dependencies (what Lambda's Python runtime ships) into ``target``."""
+    target.mkdir(parents=True, exist_ok=True)
     pending, seen = ["boto3"], set()
     while pending:
         name = pending.pop()
@@ -141,8 +145,16 @@ def _runtime_dir(target: Path) -> Path:
     return target
 
 
-def _build_layer(layer: str, target: Path) -> Path:
-    """Build ``layer`` with ``infra/layers/Makefile`` for this machine into ``target``."""
+def _runtime_dir(target: Path) -> Path:
+    """``/var/runtime``: awslambdaric (installed from PyPI) and boto3 with its dependencies."""
+    if not (target / "awslambdaric").exists():
+        _pip("install", "--target", str(target), f"awslambdaric=={AWSLAMBDARIC_VERSION}")
+    return link_runtime_packages(target)
+
+
+def build_layer(layer: str, target: Path, *, bytecode: bool = True) -> Path:
+    """Build ``layer`` with ``infra/layers/Makefile`` for this machine into ``target``; its
+    ``python`` directory. Without ``bytecode`` it holds sources only (``SOURCELESS=0``)."""
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
@@ -155,10 +167,11 @@ def _build_layer(layer: str, target: Path) -> Path:
             str(ROOT / "infra/layers/Makefile"),
             f"build-{layer}",
             f"ARTIFACTS_DIR={target}",
-            f"PYTHON={getattr(sys, '_base_executable', sys.executable)}",
+            f"PYTHON={sys.executable}",
             f"PLATFORM=manylinux2014_{machine}",
+            f"SOURCELESS={1 if bytecode else 0}",
         ],
-        cwd=ROOT / _LAYERS[layer],
+        cwd=ROOT / LAYER_SOURCES[layer],
         check=True,
         stdout=subprocess.DEVNULL,
     )
@@ -213,15 +226,21 @@ def prepare_kit(cache: Path | None = None) -> EmulatorKit:
     layer each time its sources do). Needs ``make`` and a package index."""
     cache = (cache or ROOT / "build" / "lambda-emulator").resolve()
     cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one builder at a time (test workers, lambda_local)
+        return _prepare(cache)
+
+
+def _prepare(cache: Path) -> EmulatorKit:
     emulator = _emulator(cache)
     runtime = _runtime_dir(cache / "var-runtime")
     layers = []
-    for layer, source in _LAYERS.items():
+    for layer, source in LAYER_SOURCES.items():
         built = cache / f"{layer}-{_digest(ROOT / source, ROOT / 'infra/layers/Makefile')}"
         if not (built / "python").is_dir():
             for stale in cache.glob(f"{layer}-*"):
                 shutil.rmtree(stale)
-            _build_layer(layer, built)
+            build_layer(layer, built)
         layers.append(built / "python")
     python_bin = cache / "var-lang-bin"
     python_bin.mkdir(exist_ok=True)
