@@ -187,6 +187,15 @@ def test_a_create_is_stored_and_read_back(
     assert json.loads(items["body"])["data"][0]["content"][0]["text"] == "Keep it"
 
 
+def _queue(streaming: EmulatedFunction, make_event: Any, text: str) -> dict[str, Any]:
+    """A background create through the streaming function: the queued Response object."""
+    body = {"model": "scripted", "input": text, "background": True}
+    metadata, payload = _split(streaming.invoke_raw(_create(make_event, body)).content)
+    queued: dict[str, Any] = json.loads(payload)
+    assert metadata["statusCode"] == 200 and queued["status"] == "queued", queued
+    return queued
+
+
 def _execution_input(services: LocalServices, response_id: str) -> dict[str, Any]:
     """The input of the state machine execution a background create started (what Step
     Functions hands the worker, through ``RunWorker``'s parameters)."""
@@ -208,13 +217,7 @@ def test_a_background_create_runs_in_the_worker_to_the_end(
     make_event: Any,
 ) -> None:
     upstream.push(Turn(text="Done in the background"))
-    metadata, payload = _split(
-        streaming.invoke_raw(
-            _create(make_event, {"model": "scripted", "input": "Later", "background": True})
-        ).content
-    )
-    queued = json.loads(payload)
-    assert metadata["statusCode"] == 200 and queued["status"] == "queued"
+    queued = _queue(streaming, make_event, "Later")
     step = _execution_input(services, queued["id"])
     for _ in range(10):  # the state machine's loop: RunWorker -> Decide -> RunWorker ...
         step = worker.invoke(step)
@@ -234,12 +237,7 @@ def test_a_background_response_is_cancelled(
     make_event: Any,
 ) -> None:
     upstream.push(Turn(text="Never run"))
-    _, payload = _split(
-        streaming.invoke_raw(
-            _create(make_event, {"model": "scripted", "input": "Stop", "background": True})
-        ).content
-    )
-    queued = json.loads(payload)
+    queued = _queue(streaming, make_event, "Stop")
     answer = buffered.invoke(
         make_event(
             "POST",
