@@ -191,3 +191,28 @@ def test_an_event_that_is_not_json_is_an_invocation_error(stand_in: RuntimeApiSt
 
     recorded = serve(stand_in, app, b"not json")
     assert recorded.error is not None and recorded.error["errorType"] == "Runtime.InvalidEvent"
+
+
+def test_a_runtime_bug_fails_one_invocation_and_the_next_is_served(
+    stand_in: RuntimeApiStandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = invocation.asgi_request
+    calls: list[int] = []
+
+    def flaky(event: Any, context: Any) -> Any:
+        calls.append(1)
+        if len(calls) == 1:
+            raise KeyError("a bug")
+        return real(event, context)
+
+    monkeypatch.setattr(invocation, "asgi_request", flaky)
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await _start(send)
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    first, second = stand_in.invoke(EVENT), stand_in.invoke(EVENT)
+    asyncio.run(serve_forever(app, RuntimeApi(stand_in.address), limit=2))
+    failed = first.result(timeout=10)
+    assert failed.error is not None and failed.error["errorType"] == "Runtime.Unknown"
+    assert second.result(timeout=10).payload == b"ok"

@@ -111,7 +111,7 @@ def test_single_value_headers_and_query_are_read_when_multi_value_ones_are_absen
         {
             "httpMethod": "get",
             "path": "/v1/x",
-            "headers": {"Host": "h", "X-Forwarded-Port": "8443"},
+            "headers": {"Host": "h", "X-Forwarded-Port": "8443", "X-Name": "café ☕"},
             "queryStringParameters": {"after": "a b"},
             "body": "é",
         },
@@ -119,4 +119,9 @@ def test_single_value_headers_and_query_are_read_when_multi_value_ones_are_absen
     )
     assert scope["method"] == "GET" and scope["query_string"] == b"after=a%20b"
     assert scope["server"] == ("h", 8443) and scope["client"] is None
+    assert (b"x-name", "café ☕".encode()) in scope["headers"]
     assert body == "é".encode()
+    bad_port, _ = asgi_request(
+        {"httpMethod": "GET", "path": "/", "headers": {"X-Forwarded-Port": "443, 80"}}, None
+    )
+    assert bad_port["server"] == ("lambda", 443)

@@ -13,6 +13,7 @@ Must not know what the app does or how an invocation is answered.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import os
@@ -54,6 +55,12 @@ async def serve_forever(app: ASGIApp, api: RuntimeApi, *, limit: int | None = No
             await serve_invocation(app, api, invocation)
         except ConnectionError:
             logger.exception("lost the Runtime API while answering %s", invocation.request_id)
+        except Exception:  # a bug here must not end the environment: report this invocation
+            logger.exception("the runtime failed on %s", invocation.request_id)
+            with contextlib.suppress(Exception):
+                await api.invocation_error(
+                    invocation.request_id, "Runtime.Unknown", "the runtime failed"
+                )
         served += 1
 
 

@@ -56,6 +56,16 @@ class EventError(ValueError):
     """The invocation's event is not an API Gateway REST proxy event."""
 
 
+def _octets(text: Any) -> bytes:
+    """A header name or value as ASGI bytes (latin-1, as HTTP/1.1 carries them; UTF-8 for a
+    value API Gateway decoded beyond it)."""
+    value = str(text)
+    try:
+        return value.encode("latin-1")
+    except UnicodeEncodeError:
+        return value.encode("utf-8")
+
+
 def _header_pairs(event: Mapping[str, Any]) -> list[tuple[bytes, bytes]]:
     multi = event.get("multiValueHeaders")
     single = event.get("headers")
@@ -63,10 +73,10 @@ def _header_pairs(event: Mapping[str, Any]) -> list[tuple[bytes, bytes]]:
     if isinstance(multi, Mapping) and multi:
         for name, values in multi.items():
             for value in values if isinstance(values, list) else [values]:
-                pairs.append((str(name).lower().encode("latin-1"), str(value).encode("latin-1")))
+                pairs.append((_octets(name).lower(), _octets(value)))
     elif isinstance(single, Mapping):
         for name, value in single.items():
-            pairs.append((str(name).lower().encode("latin-1"), str(value).encode("latin-1")))
+            pairs.append((_octets(name).lower(), _octets(value)))
     return pairs
 
 
@@ -112,7 +122,8 @@ def asgi_request(event: Any, context: Any) -> tuple[dict[str, Any], bytes]:
     source = identity.get("sourceIp") if isinstance(identity, Mapping) else None
     host = found.get(b"host", b"lambda").decode("latin-1")
     scheme = found.get(b"x-forwarded-proto", b"https").decode("latin-1")
-    port = int(found.get(b"x-forwarded-port", b"443") or 443)
+    given_port = found.get(b"x-forwarded-port", b"443")
+    port = int(given_port) if given_port.isdigit() and len(given_port) <= 5 else 443
     scope: dict[str, Any] = {
         "type": "http",
         "asgi": {"version": "3.0", "spec_version": "2.3"},
