@@ -15,12 +15,16 @@ Functions), then serves ``http://127.0.0.1:<port>/prod/v1`` the way the REST API
   buffered function's proxy result;
 - background responses: the executions the functions start on moto's state machine are driven
   here, as Step Functions would (the worker invoked with the execution's input until it answers
-  ``done``).
+  ``done``);
+- the WebSocket API at ``ws://127.0.0.1:<port>/prod``: the authorizer and the key on the
+  handshake, then ``$connect``, ``$default`` per message and ``$disconnect`` events to the
+  socket function; its ``PostToConnection`` calls and its asynchronous self-invocations (the
+  runs, on a second emulated socket function) come back to this process.
 
 The upstream is the bundled demo model unless ``--upstream-base-url`` (and the key in
 ``UPSTREAM_API_KEY``) names a real one. What it does not reproduce: the emulator returns a
 streamed answer in one piece (events arrive together at the end), one invocation per function
-at a time (no concurrency), no WebSocket API, no usage-plan throttling or quotas, no CloudWatch.
+at a time (no concurrency), no usage-plan throttling or quotas, no CloudWatch.
 Local tooling only: never shipped in a layer.
 """
 
@@ -197,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one start-up 
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import Response
-    from starlette.routing import Route as StarletteRoute
+    from starlette.routing import Route as StarletteRoute, WebSocketRoute
+    from starlette.websockets import WebSocket
 
     args = _parse_args(argv)
     keys = {key: f"key-{hashlib.sha256(key.encode()).hexdigest()[:10]}" for key in args.api_key}
@@ -235,6 +240,20 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one start-up 
             "AuthorizerFunction",
         )
     }
+    # The WebSocket API: one emulated socket function for the routes, one for the asynchronous
+    # runs its $default hands creates to (an emulator takes one invocation at a time). Both post
+    # events to, and invoke Lambda through, this process.
+    here = f"http://127.0.0.1:{args.port}"
+    socket_env = {
+        **extra,
+        "SOCKET_MANAGEMENT_ENDPOINT": f"{here}/_management",
+        "AWS_ENDPOINT_URL_LAMBDA": f"{here}/_lambda",
+    }
+    for name, part in (("SocketFunction", "routes"), ("SocketRuns", "runs")):
+        functions[name] = emulate(
+            "SocketFunction", kit, root / part, services, extra_env=socket_env
+        ).start()
+    sockets: dict[str, Any] = {}
     driver = _BackgroundDriver(services, functions["WorkerFunction"])
     driver.start()
 
@@ -303,10 +322,91 @@ def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915 - one start-up 
         data = base64.b64decode(raw_body) if result.get("isBase64Encoded") else raw_body.encode()
         return Response(data, int(result["statusCode"]), result.get("headers"))
 
+    def socket_event(route_key: str, connection: str, key: tuple[str, str]) -> dict[str, Any]:
+        kinds = {"$connect": "CONNECT", "$disconnect": "DISCONNECT"}
+        return {
+            "requestContext": {
+                "routeKey": route_key,
+                "eventType": kinds.get(route_key, "MESSAGE"),
+                "connectionId": connection,
+                "domainName": f"127.0.0.1:{args.port}",
+                "stage": _STAGE,
+                "identity": {"apiKeyId": key[1], "apiKey": key[0], "sourceIp": "127.0.0.1"},
+                "authorizer": {"principalId": "api-key"},
+                "requestId": str(uuid.uuid4()),
+            },
+            "isBase64Encoded": False,
+        }
+
+    async def socket(websocket: WebSocket) -> None:
+        headers = {name.title(): value for name, value in websocket.headers.items()}
+        key = await asyncio.to_thread(authorize, headers, "GET", "/")
+        if key is None:
+            await websocket.close(code=1008)
+            return
+        connection = base64.b64encode(secrets.token_bytes(9)).decode()
+        routes = functions["SocketFunction"]
+        connect = {**socket_event("$connect", connection, key), "headers": headers}
+        answer = await asyncio.to_thread(routes.invoke, connect)
+        if not isinstance(answer, dict) or answer.get("statusCode") != 200:
+            await websocket.close(code=1008)
+            return
+        await websocket.accept()
+        sockets[connection] = websocket
+        try:
+            while True:
+                message = await websocket.receive()
+                if message["type"] == "websocket.disconnect":
+                    break
+                text = message.get("text")
+                if text is None:
+                    text = (message.get("bytes") or b"").decode("utf-8", "replace")
+                event = {**socket_event("$default", connection, key), "body": text}
+                await asyncio.to_thread(routes.invoke, event)
+        finally:
+            sockets.pop(connection, None)
+            await asyncio.to_thread(routes.invoke, socket_event("$disconnect", connection, key))
+
+    async def management(request: Request) -> Response:
+        """API Gateway's management API: PostToConnection, DeleteConnection, GetConnection."""
+        websocket = sockets.get(request.path_params["connection"])
+        if websocket is None:
+            return Response(b'{"message": "Gone"}', 410, media_type="application/json")
+        if request.method == "POST":
+            data = await request.body()
+            try:
+                await websocket.send_text(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                await websocket.send_bytes(data)
+        elif request.method == "DELETE":
+            await websocket.close()
+        return Response(b"{}", 200, media_type="application/json")
+
+    async def invoke(request: Request) -> Response:
+        """Lambda's Invoke for the socket function's asynchronous runs (InvocationType Event)."""
+        payload = json.loads(await request.body() or b"{}")
+        runs = functions["SocketRuns"]
+        threading.Thread(target=runs.invoke, args=(payload,), kwargs={"timeout": 960}).start()
+        return Response(b"", 202)
+
     app = Starlette(
-        routes=[StarletteRoute("/{path:path}", serve, methods=["GET", "POST", "PUT", "DELETE"])]
+        routes=[
+            StarletteRoute(
+                "/_management/@connections/{connection}",
+                management,
+                methods=["GET", "POST", "DELETE"],
+            ),
+            StarletteRoute(
+                "/_lambda/2015-03-31/functions/{name}/invocations", invoke, methods=["POST"]
+            ),
+            WebSocketRoute(f"/{_STAGE}", socket),
+            WebSocketRoute(f"/{_STAGE}/{{rest:path}}", socket),
+            StarletteRoute("/{path:path}", serve, methods=["GET", "POST", "PUT", "DELETE"]),
+        ]
     )
+
     print(f"base URL: http://127.0.0.1:{args.port}/{_STAGE}/v1")
+    print(f"WebSocket URL: ws://127.0.0.1:{args.port}/{_STAGE}")
     for key in keys:
         print(f"API key: {key}")
     print(f"function logs: {root}/<Function>/<Function>.log")
