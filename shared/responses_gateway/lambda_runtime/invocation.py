@@ -105,7 +105,7 @@ class Outcome:
     """The runtime's own deadline guard had to stop the app."""
 
 
-def _envelope(status: int, message: str, code: str | None) -> bytes:
+def _envelope(message: str, code: str | None) -> bytes:
     error = {"message": message, "type": "server_error", "param": None, "code": code}
     return json.dumps({"error": error}).encode()
 
@@ -232,10 +232,10 @@ async def serve_invocation(app: ASGIApp, api: RuntimeApi, invocation: Invocation
     if exchange.head is None:
         # Nothing sent yet: the client gets a real status and an OpenAI error envelope.
         if stopped:
-            status, answer = 504, _envelope(504, "The request timed out.", "timeout")
+            status, answer = 504, _envelope("The request timed out.", "timeout")
         else:
             message = "The server had an error while processing your request."
-            status, answer = 500, _envelope(500, message, None)
+            status, answer = 500, _envelope(message, None)
         await exchange.write(prelude(status, _JSON_HEADERS))
         await exchange.write(answer)
         exchange.head = (status, _JSON_HEADERS)
