@@ -8,14 +8,19 @@ environment is importable (``python -S``), so a package missing from a layer fai
 
 Per function:
 
-- ``streaming``: ``run.sh`` started as the Lambda Web Adapter starts it; *spawn-to-ready* is
-  process start until ``GET /health`` answers (what the adapter waits for) and *import-to-ready*
-  subtracts the bare interpreter's start-up (``python -S -c pass``). Then the first
-  ``POST /v1/responses`` (stored, against a scripted upstream and an embedded DynamoDB).
+- ``streaming``: ``bootstrap`` (the function's exec wrapper) started against the project's
+  stand-in of the Runtime API; *spawn-to-ready* is process start until the runtime asks for its
+  first invocation (its init is done) and *import-to-ready* subtracts the bare interpreter's
+  start-up (``python -S -c pass``). Then the first ``POST /v1/responses`` (streamed, stored,
+  against a scripted upstream and an embedded DynamoDB): its first byte, first SSE event, end.
 - ``buffered``: importing ``buffered_handler.py`` (the init phase: *import-to-ready*), then its
   first invocation with an API Gateway REST event that reads DynamoDB (and, for reference, what
   importing the MCP client then costs: the first request with MCP tools pays it).
 - ``authorizer``: importing ``authorizer.py``, then one authorization.
+
+Then the streaming and buffered functions under AWS's runtime interface emulator
+(``--emulator-runs`` cold starts each, alternating; ``testing.lambda_emulator``):
+the emulator's ``INIT REPORT`` of each, their ratio (target: at most 1.2), and the first create.
 
 Each is measured ``--runs`` times with the layers as deployed (bytecode) and, for comparison,
 ``--source-runs`` times with layers holding sources only, as SAM's ``python_pip`` builder makes
@@ -28,6 +33,7 @@ Usage::
 
     python benchmarks/cold_start.py [--runs 5] [--source-runs 2] [--build-dir .aws-sam/build]
                                     [--json PATH] [--max-artifact-mb 40] [--sizes-only]
+                                    [--emulator-runs 3]
 
 Needs ``make`` and the network (or a package index) for the layer build. Exit status: 0 whatever
 the timings; 1 when ``--max-artifact-mb`` is exceeded or a function fails to start.
@@ -36,14 +42,11 @@ the timings; 1 when ``--max-artifact-mb`` is exceeded or a function fails to sta
 from __future__ import annotations
 
 import argparse
-import contextlib
-import importlib.metadata
 import io
 import json
 import os
 import re
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,8 +57,6 @@ import uuid
 import zipfile
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
 FUNCTIONS = ROOT / "functions"
@@ -69,6 +70,8 @@ FUNCTION_LAYERS = {
 }
 TARGET_READY_MS = 400.0
 TARGET_ARTIFACT_MB = 30.0
+TARGET_INIT_RATIO = 1.2
+"""The streaming function's emulator INIT REPORT over the buffered one's, in the same run."""
 
 _BUFFERED_PROBE = """
 import importlib.util, json, sys, time, uuid
@@ -122,79 +125,30 @@ print(json.dumps({"ready_ms": (ready - started) * 1000, "first_ms": (done - read
 # -- the artifact layout -------------------------------------------------------------------------
 
 
-def _host_platform() -> str:
-    machine = sysconfig.get_platform().split("-")[-1]
-    return f"manylinux2014_{machine}"
-
-
 def build_layers(into: Path, *, bytecode: bool = True) -> dict[str, Path]:
     """Build both layers with ``infra/layers/Makefile`` for this machine; layer -> its root.
 
     Without ``bytecode`` the layers hold sources only, as SAM's ``python_pip`` builder makes them.
     """
+    from responses_gateway.testing.lambda_emulator import LAYER_SOURCES, build_layer
+
     built: dict[str, Path] = {}
-    sources = {
-        "DependenciesLayer": ROOT / "infra/layers/dependencies",
-        "SharedLayer": ROOT / "shared",
-    }
-    for layer, source in sources.items():
-        target = into / layer
-        if target.exists():
-            shutil.rmtree(target)
-        target.mkdir(parents=True)
-        subprocess.run(
-            [
-                "make",
-                "--no-print-directory",
-                "-f",
-                str(ROOT / "infra/layers/Makefile"),
-                f"build-{layer}",
-                f"ARTIFACTS_DIR={target}",
-                f"PYTHON={sys.executable}",
-                f"PLATFORM={_host_platform()}",
-                f"SOURCELESS={1 if bytecode else 0}",
-            ],
-            cwd=source,
-            check=True,
-        )
+    for layer in LAYER_SOURCES:
+        built[layer] = build_layer(layer, into / layer, bytecode=bytecode)
         if not bytecode:
-            for cache in [p for p in target.rglob("__pycache__") if p.is_dir()]:
+            for cache in [p for p in built[layer].rglob("__pycache__") if p.is_dir()]:
                 shutil.rmtree(cache)
-        built[layer] = target / "python"
     return built
-
-
-def _top_level_names(distribution: importlib.metadata.Distribution) -> set[str]:
-    names = set()
-    for file in distribution.files or []:
-        first = file.parts[0]
-        if first in ("..", "__pycache__") or first.endswith((".dist-info", ".data", ".pth")):
-            continue
-        names.add(first)
-    return names
 
 
 def runtime_dir(into: Path) -> Path:
     """A stand-in for Lambda's ``/var/runtime``: boto3 and its dependencies only (links)."""
+    from responses_gateway.testing.lambda_emulator import link_runtime_packages
+
     target = into / "runtime"
     if target.exists():
         shutil.rmtree(target)
-    target.mkdir(parents=True)
-    pending, seen = ["boto3"], set()
-    while pending:
-        name = pending.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        distribution = importlib.metadata.distribution(name)
-        site = Path(str(distribution.locate_file("")))
-        for top in _top_level_names(distribution):
-            if not (target / top).exists():
-                (target / top).symlink_to(site / top)
-        for requirement in distribution.requires or []:
-            if "extra ==" not in requirement:
-                pending.append(re.split(r"[ ;<>=!~\[(]", requirement, maxsplit=1)[0])
-    return target
+    return link_runtime_packages(target)
 
 
 def python_shim(into: Path) -> Path:
@@ -209,12 +163,6 @@ def python_shim(into: Path) -> Path:
 
 
 # -- measurements --------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _interpreter_start_ms(env: dict[str, str]) -> float:
@@ -239,46 +187,55 @@ def _rest_event(method: str, resource: str, path: str, key_id: str, body: Any = 
 
 
 def measure_streaming(env: dict[str, str], upstream: Any) -> dict[str, float]:
+    """The streaming function's ``bootstrap`` against the Runtime API stand-in: spawn until the
+    runtime asks for its first invocation (its init is done), then one stored streamed create:
+    its first chunk (the prelude), its first SSE event and its end."""
     from responses_gateway.testing import Turn
+    from responses_gateway.testing.runtime_api import RuntimeApiStandIn
 
-    port = _free_port()
-    run_env = {**env, "AWS_LWA_PORT": str(port), "LAMBDA_TASK_ROOT": str(FUNCTIONS / "streaming")}
-    url = f"http://127.0.0.1:{port}"
-    started = time.perf_counter()
-    process = subprocess.Popen(
-        [str(FUNCTIONS / "streaming/run.sh")],
-        env=run_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        with httpx.Client(timeout=5.0) as client:
-            ready = None
-            while ready is None:
+    with RuntimeApiStandIn() as api:
+        run_env = {
+            **env,
+            "AWS_LAMBDA_RUNTIME_API": api.address,
+            "LAMBDA_TASK_ROOT": str(FUNCTIONS / "streaming"),
+        }
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            [str(FUNCTIONS / "streaming/bootstrap")],
+            env=run_env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            while not api.waiting_for_next.wait(0.002):
                 if process.poll() is not None:
                     stderr = process.stderr.read().decode() if process.stderr else ""
-                    raise RuntimeError(f"run.sh exited: {stderr[-2000:]}")
-                try:
-                    if client.get(f"{url}/health").status_code == 200:
-                        ready = time.perf_counter()
-                except httpx.TransportError:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        process.wait(timeout=0.002)  # yields; returns early if run.sh dies
+                    raise RuntimeError(f"bootstrap exited: {stderr[-2000:]}")
+            ready = time.perf_counter()
             upstream.push(Turn(text="Hello from a cold start"))
-            context = {"requestId": str(uuid.uuid4()), "identity": {"apiKeyId": "bench-key"}}
-            answer = client.post(
-                f"{url}/v1/responses",
-                json={"model": "bench", "input": "Hi"},
-                headers={"x-amzn-request-context": json.dumps(context)},
-                timeout=30,
+            event = json.loads(
+                _rest_event(
+                    "POST",
+                    "/v1/responses",
+                    "/v1/responses",
+                    "bench-key",
+                    {"model": "bench", "input": "Hi", "stream": True},
+                )
             )
-            done = time.perf_counter()
-            if answer.status_code != 200:
-                raise RuntimeError(f"first create answered {answer.status_code}: {answer.text}")
-    finally:
-        process.terminate()
-        process.wait(timeout=15)
-    return {"spawn_ready_ms": (ready - started) * 1000, "first_ms": (done - ready) * 1000}
+            recorded = api.invoke(event).result(timeout=60)
+            if b"response.completed" not in recorded.body:
+                raise RuntimeError(f"first create answered {recorded.body[:500]!r}")
+            base = recorded.invoked_at
+            first_event = next(c.at for c in recorded.chunks if b"event: " in c.data)
+        finally:
+            process.terminate()
+            process.wait(timeout=15)
+    return {
+        "spawn_ready_ms": (ready - started) * 1000,
+        "first_byte_ms": (recorded.chunks[0].at - base) * 1000,
+        "first_event_ms": (first_event - base) * 1000,
+        "first_ms": (recorded.chunks[-1].at - base) * 1000,
+    }
 
 
 def measure_probe(env: dict[str, str], probe: str, entry: Path, event: str) -> dict[str, Any]:
@@ -388,6 +345,10 @@ def run_cold_starts(
                     "import_to_ready_ms": _summary(
                         [s["spawn_ready_ms"] - start for s in streaming]
                     ),
+                    "first_create_first_byte_ms": _summary([s["first_byte_ms"] for s in streaming]),
+                    "first_create_first_event_ms": _summary(
+                        [s["first_event_ms"] for s in streaming]
+                    ),
                     "first_create_ms": _summary([s["first_ms"] for s in streaming]),
                 },
                 "buffered": {
@@ -414,6 +375,63 @@ def run_cold_starts(
         dynamo.stop()
 
 
+# -- under AWS's runtime interface emulator --------------------------------------------------------
+
+
+def run_emulated(runs: int, scratch: Path) -> dict[str, Any]:
+    """The streaming and buffered functions under ``aws-lambda-rie`` (alternating, ``runs``
+    cold starts each): the emulator's ``INIT REPORT`` and the first create's answer (the
+    streaming function's answer comes back in one piece from the emulator: its first event
+    is measured through the stand-in, in :func:`measure_streaming`)."""
+    from responses_gateway.testing import (
+        ScriptedUpstream,
+        Turn,
+        create_fake_upstream_app,
+        run_in_thread,
+    )
+    from responses_gateway.testing.lambda_emulator import LocalServices, emulate, prepare_kit
+
+    kit = prepare_kit()
+    upstream = ScriptedUpstream(demo=False)
+    server = run_in_thread(create_fake_upstream_app(upstream))
+    services = LocalServices.start(server.url)
+    figures: dict[str, dict[str, list[float]]] = {}
+    try:
+        for run in range(runs):
+            order = ("StreamingFunction", "BufferedFunction")
+            for function in order if run % 2 == 0 else order[::-1]:
+                emulated = emulate(function, kit, scratch / "emulated" / str(run), services)
+                with emulated:
+                    upstream.push(Turn(text="Hello from a cold start"))
+                    body = {"model": "bench", "input": "Hi", "stream": function == order[0]}
+                    event = json.loads(
+                        _rest_event("POST", "/v1/responses", "/v1/responses", "bench-key", body)
+                    )
+                    started = time.perf_counter()
+                    answer = emulated.invoke_raw(event)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    if answer.status_code != 200 or b"resp_" not in answer.content:
+                        raise RuntimeError(f"{function}: {answer.content[:500]!r}\n{emulated.log}")
+                    reports = emulated.init_reports_ms()
+                    mine = figures.setdefault(function, {"init": [], "first": []})
+                    mine["init"].append(reports[0])
+                    mine["first"].append(elapsed)
+    finally:
+        services.stop()
+        server.stop()
+    streaming, buffered = figures["StreamingFunction"], figures["BufferedFunction"]
+    return {
+        "runs": runs,
+        "streaming_init_report_ms": _summary(streaming["init"]),
+        "buffered_init_report_ms": _summary(buffered["init"]),
+        "init_ratio": round(
+            statistics.median(streaming["init"]) / statistics.median(buffered["init"]), 2
+        ),
+        "streaming_first_create_ms": _summary(streaming["first"]),
+        "buffered_first_create_ms": _summary(buffered["first"]),
+    }
+
+
 # -- sizes ---------------------------------------------------------------------------------------
 
 
@@ -429,7 +447,7 @@ def _tree_sizes(path: Path) -> tuple[int, int]:
 
 
 def artifact_sizes(build_dir: Path) -> dict[str, dict[str, float]]:
-    """Per function: MB of its own artifact plus its layers (the Web Adapter layer excepted)."""
+    """Per function: MB of its own artifact plus its layers."""
     parts: dict[str, tuple[int, int]] = {}
     for name in {*FUNCTION_LAYERS, *LAYERS}:
         directory = build_dir / name
@@ -503,12 +521,22 @@ def _print_report(report: dict[str, Any]) -> None:
             for key, value in figures.items():
                 if key != "import_to_ready_ms":
                     print(f"    {key}: {value}")
+    emulated = report.get("emulator")
+    if emulated:
+        print(f"\nunder aws-lambda-rie ({emulated['runs']} cold starts each, alternating):")
+        print(f"  streaming INIT REPORT: {emulated['streaming_init_report_ms']} ms")
+        print(f"  buffered INIT REPORT: {emulated['buffered_init_report_ms']} ms")
+        verdict = "meets" if emulated["init_ratio"] <= TARGET_INIT_RATIO else "misses"
+        print(f"  ratio {emulated['init_ratio']} ({verdict} the {TARGET_INIT_RATIO}x target)")
+        print(
+            f"  first create, invoke to answer: streaming {emulated['streaming_first_create_ms']}"
+        )
+        print(f"    buffered {emulated['buffered_first_create_ms']} ms")
     sizes = report.get("sizes", {})
     if sizes:
         print(f"\nartifact sizes ({report['sizes_from']}; MB, function + its layers):")
         for name, figures in sizes.items():
             print(f"  {name}: {figures}")
-        print("  (StreamingFunction also gets the Lambda Web Adapter layer, not built here.)")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -520,6 +548,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--max-artifact-mb", type=float, default=None)
     parser.add_argument("--sizes-only", action="store_true", help="only size --build-dir")
+    parser.add_argument(
+        "--emulator-runs", type=int, default=3, help="cold starts under aws-lambda-rie (0: none)"
+    )
     args = parser.parse_args(argv)
 
     load = os.getloadavg()
@@ -545,6 +576,12 @@ def main(argv: list[str] | None = None) -> int:
             except RuntimeError as exc:
                 print(f"cold start failed: {exc}", file=sys.stderr)
                 return 1
+            if args.emulator_runs > 0:
+                try:
+                    report["emulator"] = run_emulated(args.emulator_runs, scratch)
+                except RuntimeError as exc:
+                    print(f"emulated cold start failed: {exc}", file=sys.stderr)
+                    return 1
             if "sizes" not in report:
                 host = _add_functions(scratch / "layers")
                 report["sizes_from"] = f"a host build ({sysconfig.get_platform()})"

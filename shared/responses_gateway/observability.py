@@ -102,8 +102,6 @@ DEFAULT_SERVICE = "responses-gateway"
 DEFAULT_NAMESPACE = "ResponsesGateway"
 """The CloudWatch metrics namespace unless ``POWERTOOLS_METRICS_NAMESPACE`` says otherwise."""
 
-_SECRET_MAX_AGE = 300
-"""Seconds Powertools Parameters caches a fetched key (it is read once per cold start)."""
 _JSON_LIMIT = 32 * 1024 * 1024
 """Largest JSON body the probe keeps to read usage from (bigger ones are not counted)."""
 _TERMINAL_EVENTS = (b"response.completed", b"response.incomplete", b"response.failed")
@@ -648,15 +646,14 @@ def upstream_api_key(env: Mapping[str, str]) -> str | None:
         raise ConfigError(f"set {KEY_PARAMETER_ENV} or {KEY_SECRET_ENV}, not both")
     if not parameter and not secret:
         return None
+    from responses_gateway.aws_values import read_value
+
     try:
-        from aws_lambda_powertools.utilities import parameters
+        value: Any = (
+            read_value("parameter", parameter) if parameter else read_value("secret", secret)
+        )
     except ImportError as exc:
         raise ConfigError("reading the upstream key needs aws-lambda-powertools") from exc
-    try:
-        if parameter:
-            value: Any = parameters.get_parameter(parameter, decrypt=True, max_age=_SECRET_MAX_AGE)
-        else:
-            value = parameters.get_secret(secret, max_age=_SECRET_MAX_AGE)
     except Exception as exc:
         where = f"SSM parameter {parameter}" if parameter else f"secret {secret}"
         raise ConfigError(f"cannot read the upstream key from {where}: {type(exc).__name__}") from (
@@ -676,15 +673,12 @@ def _read_secret(kind: str, name: str, where: str) -> str:
     Raises:
         ConfigError: unreadable (the message names ``where`` and the name, never a value).
     """
+    from responses_gateway.aws_values import read_value
+
     try:
-        from aws_lambda_powertools.utilities import parameters
+        value: Any = read_value("parameter" if kind == "parameter" else "secret", name)
     except ImportError as exc:
         raise ConfigError(f"{where}: reading {name} needs aws-lambda-powertools") from exc
-    try:
-        if kind == "parameter":
-            value: Any = parameters.get_parameter(name, decrypt=True, max_age=_SECRET_MAX_AGE)
-        else:
-            value = parameters.get_secret(name, max_age=_SECRET_MAX_AGE)
     except Exception as exc:
         label = "SSM parameter" if kind == "parameter" else "secret"
         raise ConfigError(f"{where}: cannot read {label} {name}: {type(exc).__name__}") from None

@@ -71,7 +71,6 @@ _KEY_BYTES = 32
 _KID = re.compile(r"[A-Za-z0-9_-]{1,32}")
 _AAD_PREFIX = b"responses-gateway/sealed/v1\x00"
 _HKDF_INFO = b"responses-gateway sealing key v1"
-_SECRET_MAX_AGE = 300
 
 logger = logging.getLogger(__name__)
 
@@ -189,15 +188,14 @@ def _from_aws(parameter: str, secret: str) -> Keyring:
     if parameter and secret:
         raise SealingConfigError(f"set {KEYS_PARAMETER_ENV} or {KEYS_SECRET_ENV}, not both")
     where = f"SSM parameter {parameter}" if parameter else f"secret {secret}"
+    from responses_gateway.aws_values import read_value
+
     try:
-        from aws_lambda_powertools.utilities import parameters
+        value: Any = (
+            read_value("parameter", parameter) if parameter else read_value("secret", secret)
+        )
     except ImportError as exc:
         raise SealingConfigError("reading the sealing keys needs aws-lambda-powertools") from exc
-    try:
-        if parameter:
-            value: Any = parameters.get_parameter(parameter, decrypt=True, max_age=_SECRET_MAX_AGE)
-        else:
-            value = parameters.get_secret(secret, max_age=_SECRET_MAX_AGE)
     except Exception as exc:
         raise SealingConfigError(
             f"cannot read the sealing keys from {where}: {type(exc).__name__}"

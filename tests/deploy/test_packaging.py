@@ -24,9 +24,10 @@ ENTRY_POINTS = {
 }
 RUNTIME_PROVIDED = {"boto3"}
 """Project dependencies the Lambda Python runtime already has (not shipped in a layer)."""
-LOCAL_ONLY = {"websockets"}
-"""Project dependencies only ``serve`` uses (uvicorn's WebSocket mode): the deployed functions
-never get an upgrade (API Gateway's WebSocket API reaches the socket function)."""
+LOCAL_ONLY = {"websockets", "uvicorn"}
+"""Project dependencies only ``serve`` uses (uvicorn and its WebSocket mode): the deployed
+functions run no web server (the streaming function has its own runtime) and never get an
+upgrade (API Gateway's WebSocket API reaches the socket function)."""
 
 
 def _layer_pins() -> dict[str, Requirement]:
@@ -57,8 +58,9 @@ def test_layer_pins_are_exact_and_admitted_by_pyproject() -> None:
         requirement = Requirement(raw)
         (pin,) = pins[requirement.name.lower()].specifier
         assert requirement.specifier.contains(pin.version), (requirement.name, pin.version)
-    assert {"mangum", "aws-lambda-powertools", "uvloop", "httptools"} <= set(pins)
-    assert not {"moto", "openai", "aws-xray-sdk"} & set(pins)
+    assert {"mangum", "aws-lambda-powertools"} <= set(pins)
+    # no web server: the streaming function runs the app on its own runtime
+    assert not {"moto", "openai", "aws-xray-sdk", "uvicorn", "uvloop", "httptools"} & set(pins)
 
 
 def test_the_layer_ships_no_mcp_sdk() -> None:
@@ -87,17 +89,17 @@ def test_entry_points_are_thin(directory: str, filename: str) -> None:
     assert imported <= {"responses_gateway", "typing"}, imported
     assert len(path.read_text().splitlines()) <= 30
     assert sorted(p.name for p in path.parent.iterdir() if p.name != "__pycache__") == sorted(
-        [filename, "run.sh"] if directory == "streaming" else [filename]
+        [filename, "bootstrap"] if directory == "streaming" else [filename]
     )
 
 
-def test_run_sh_is_an_executable_posix_script() -> None:
-    script = FUNCTIONS / "streaming" / "run.sh"
-    assert os.access(script, os.X_OK), "the adapter execs run.sh directly: chmod 755"
+def test_the_streaming_bootstrap_is_an_executable_posix_script() -> None:
+    script = FUNCTIONS / "streaming" / "bootstrap"
+    assert os.access(script, os.X_OK), "the runtime execs the wrapper directly: chmod 755"
     raw = script.read_bytes()
     assert raw.startswith(b"#!/bin/sh\n")
     assert b"\r" not in raw, "CRLF line endings break /bin/sh on Lambda"
-    assert b"streaming_app:app" in raw and b"--host 127.0.0.1" in raw
+    assert b"-m responses_gateway.lambda_runtime" in raw and b"_HANDLER" in raw
 
 
 def _modules_after_init(directory: str, env: dict[str, str]) -> set[str]:

@@ -1,11 +1,12 @@
 """The wiring of ``template.yaml``, asserted on what the SAM transform makes of it.
 
 GIVEN the template transformed offline (``infra/check_template.py``), THEN: the two streaming
-routes use response streaming through the Lambda Web Adapter, every other app route is buffered
-through Mangum, every route is wired exactly once and needs an API key, the table matches the
-store's definition, the background state machine runs ``infra/statemachines/background.asl.json``
-with the worker function, and IAM is scoped to the table (and to the key's parameter or secret,
-the state machine and its executions, the worker).
+routes use response streaming through the streaming function (its own runtime, no layer from
+another account), every other app route is buffered through Mangum, every route is wired
+exactly once and needs an API key, the table matches the store's definition, the background
+state machine runs ``infra/statemachines/background.asl.json`` with the worker function, and
+IAM is scoped to the table (and to the key's parameter or secret, the state machine and its
+executions, the worker).
 """
 
 from __future__ import annotations
@@ -53,10 +54,6 @@ STREAMING_ROUTES = {
     ("POST", "/v1/responses/compact"),  # these two call the upstream: its key, long timeout
     ("POST", "/v1/responses/input_tokens"),
 }
-LWA_LAYER = re.compile(
-    r"^arn:\$\{AWS::Partition\}:lambda:\$\{AWS::Region\}:753240598075:layer:"
-    r"LambdaAdapterLayerArm64:\$\{LambdaAdapterLayerVersion\}$"
-)
 
 
 def _resources(cfn: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
@@ -125,7 +122,7 @@ def test_console_files_need_no_key_and_console_data_does(cfn: dict[str, Any]) ->
         assert keyless == (route in CONSOLE_FILES), route
 
 
-def test_streaming_routes_use_response_streaming_to_the_adapter_function(
+def test_streaming_routes_use_response_streaming_to_the_streaming_function(
     cfn: dict[str, Any],
 ) -> None:
     for route, operation in _routes(cfn).items():
@@ -143,21 +140,22 @@ def test_streaming_routes_use_response_streaming_to_the_adapter_function(
             assert integration.get("responseTransferMode", "BUFFERED") == "BUFFERED", route
 
 
-def test_streaming_function_runs_the_app_behind_the_web_adapter(
+def test_streaming_function_runs_the_app_on_its_own_runtime(
     sam_template: dict[str, Any], cfn: dict[str, Any]
 ) -> None:
     function = cfn["Resources"]["StreamingFunction"]["Properties"]
-    assert function["Handler"] == "run.sh"
+    assert function["Handler"] == "streaming_app.app"
+    assert function["Runtime"] == "python3.11"
     assert function["Timeout"] == 900
     assert function["Architectures"] == ["arm64"]
     variables = function["Environment"]["Variables"]
-    assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/opt/bootstrap"
-    assert variables["AWS_LWA_INVOKE_MODE"] == "response_stream"
-    assert variables["AWS_LWA_READINESS_CHECK_PATH"] == "/health"
+    # the managed runtime hands the process to the function's own bootstrap
+    assert variables["AWS_LAMBDA_EXEC_WRAPPER"] == "/var/task/bootstrap"
+    assert not [name for name in variables if name.startswith("AWS_LWA_")]
     assert variables["GATEWAY_TRUST_LAMBDA_CONTEXT"] == "1"
-    adapter = function["Layers"][0]["Fn::Sub"]
-    assert LWA_LAYER.match(adapter)
-    assert sam_template["Parameters"]["LambdaAdapterLayerVersion"]["Default"] >= 26
+    # every layer is the stack's own: nothing is taken by ARN from another account
+    assert all(set(layer) == {"Ref"} for layer in function["Layers"]), function["Layers"]
+    assert "LambdaAdapterLayerVersion" not in sam_template["Parameters"]
 
 
 def test_buffered_function_is_the_mangum_handler(cfn: dict[str, Any]) -> None:

@@ -6,8 +6,10 @@ status; afterwards failures travel as ``response.failed`` events. Owns what a cl
 does: the loop task is cancelled (it stores the response as ``cancelled`` and closes the
 upstream stream) and left to finish that cleanup on its own.
 
-Also owns the foreground hand-over: a loop that reaches its ``Timing.hand_over_at`` between two
-actions continues in the background worker (:func:`responses_gateway.background.runs.hand_over`).
+Also owns holding a foreground loop to its invocation's time (``Timing.stream_until``: past it,
+the action in flight is cut and the response ends ``incomplete``), and the foreground hand-over:
+a loop that reaches its ``Timing.hand_over_at`` between two actions continues in the background
+worker (:func:`responses_gateway.background.runs.hand_over`).
 A streaming client then keeps receiving events from the log, each exactly once, until
 ``Timing.stream_until`` (it resumes with ``starting_after`` after that), and going away still
 cancels the response; a buffered client gets the ``in_progress`` Response object and polls.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Generator
@@ -207,6 +210,19 @@ async def _follow_hand_over(
         raise
 
 
+def _within_invocation(run: PreparedRun, timing: Timing) -> None:
+    """Hold ``run``'s loop to the invocation's time: its wall time (``max_loop_seconds``) ends
+    at ``timing.stream_until`` at the latest, so an action still in flight there (a model call
+    that stalls, a slow tool) is cut and the response ends ``incomplete`` with its events sent
+    and stored, instead of being cut by the sandbox. Nothing changes outside Lambda."""
+    if timing.stream_until is None:
+        return
+    started = run.state.started_at if run.state.started_at is not None else time.time()
+    left = max(0.0, timing.stream_until - started)
+    if left < run.ctx.limits.max_loop_seconds:
+        run.ctx.limits = dataclasses.replace(run.ctx.limits, max_loop_seconds=left)
+
+
 def _follow_deadline(until: float | None) -> float | None:
     """``until`` (wall clock) on the monotonic clock :func:`follow` uses."""
     return None if until is None else time.monotonic() + (until - time.time())
@@ -221,6 +237,7 @@ async def run_streamed(
     """Run the loop and answer with SSE once the first output item exists."""
     outbox = _Outbox(limits)
     committed = _Commit()
+    _within_invocation(run, timing)
     pause = timing.pause(run) if gateway is not None else None
     sent: list[bytes] = []
 
@@ -273,6 +290,7 @@ async def run_buffered(
     A client that disconnects cancels the response, exactly as a streaming one does. The loop
     runs in the request's own task; one watcher task listens for the disconnect and cancels it.
     """
+    _within_invocation(run, timing)
     pause = timing.pause(run) if gateway is not None else None
     running = asyncio.current_task()
     assert running is not None
