@@ -73,8 +73,8 @@ __all__ = [
     "parse_config_text",
 ]
 
-ApiMode = Literal["auto", "chat", "responses", "harmony"]
-_API_MODES: tuple[str, ...] = ("auto", "chat", "responses", "harmony")
+ApiMode = Literal["auto", "chat", "responses", "harmony", "bedrock"]
+_API_MODES: tuple[str, ...] = ("auto", "chat", "responses", "harmony", "bedrock")
 
 
 class ConfigError(ValueError):
@@ -120,6 +120,17 @@ class Provider:
     limits: LoopLimits = DEFAULT_LIMITS
     """The caps of each response's loop on this provider: model calls, gateway tool calls,
     wall time (``max_model_calls``, ``max_tool_calls``, ``max_loop_seconds``)."""
+    # -- Amazon Bedrock (docs/bedrock.md) ------------------------------------------------------
+    aws_region: str | None = None
+    """The AWS region requests are signed for (``api = "bedrock"``, ``aws_sigv4``); default: the
+    region in ``base_url``'s host, else ``AWS_REGION``."""
+    aws_sigv4: bool = False
+    """Sign every call with SigV4 and the runtime's own credentials (always on for ``bedrock``
+    unless an ``api_key`` is set; on the chat and responses wires for Bedrock's OpenAI-compatible
+    endpoints)."""
+    additional_model_request_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Bedrock wire: sent as ``additionalModelRequestFields`` (model-specific fields such as a
+    thinking budget)."""
 
     @property
     def catch_all(self) -> bool:
@@ -287,12 +298,19 @@ def _hosted_policy(value: Any, name: str) -> Literal["omit", "reject"]:
 
 def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Provider:
     name = str(raw.get("name") or f"provider{index}")
-    base_url = raw.get("base_url")
-    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-        raise ConfigError(f"provider {name!r}: base_url must be an http(s) URL")
     api = raw.get("api", "auto")
     if api not in _API_MODES:
         raise ConfigError(f"provider {name!r}: api must be one of {', '.join(_API_MODES)}")
+    aws = _aws(raw, env, name, api)
+    base_url = raw.get("base_url")
+    if base_url is None and api == "bedrock":
+        base_url = f"https://bedrock-runtime.{aws['aws_region']}.amazonaws.com"
+    if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
+        raise ConfigError(f"provider {name!r}: base_url must be an http(s) URL")
+    if aws["aws_sigv4"] and aws["aws_region"] is None:
+        aws["aws_region"] = _region_of(base_url)
+    if aws["aws_sigv4"] and aws["aws_region"] is None:
+        raise ConfigError(f"provider {name!r}: aws_sigv4 needs aws_region (or AWS_REGION)")
     if api == "harmony" and importlib.util.find_spec("openai_harmony") is None:
         raise ConfigError(
             f"provider {name!r}: api 'harmony' needs the openai-harmony package: "
@@ -326,7 +344,47 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
         send_verbosity=_flag(raw, "send_verbosity", name),
         streaming=_streaming(raw.get("streaming", "auto"), name),
         limits=_limits(raw, f"provider {name!r}", DEFAULT_LIMITS),
+        **aws,
     )
+
+
+_AWS_KEYS = ("aws_region", "aws_sigv4", "additional_model_request_fields")
+"""The provider keys of Amazon Bedrock (``docs/bedrock.md``)."""
+_REGION_HOST = re.compile(r"^bedrock[a-z-]*\.([a-z]{2}(?:-[a-z]+)+-\d+)\.")
+
+
+def _region_of(base_url: str) -> str | None:
+    """The region in a Bedrock endpoint's host (``bedrock-runtime.us-east-1.amazonaws.com``)."""
+    match = _REGION_HOST.match(urlsplit(base_url).hostname or "")
+    return match.group(1) if match else None
+
+
+def _aws(raw: Mapping[str, Any], env: Mapping[str, str], name: str, api: Any) -> dict[str, Any]:
+    """The Bedrock keys of a provider (region, signing, extra model fields), checked."""
+    region = raw.get("aws_region")
+    if region is not None and (not isinstance(region, str) or not region):
+        raise ConfigError(f"provider {name!r}: aws_region must be a region name")
+    sigv4 = _flag(raw, "aws_sigv4", name)
+    if api == "bedrock":
+        sigv4 = not (raw.get("api_key") or raw.get("api_key_env"))
+        base_url = raw.get("base_url")
+        region = region or (_region_of(base_url) if isinstance(base_url, str) else None)
+        region = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise ConfigError(f"provider {name!r}: api 'bedrock' needs aws_region (or AWS_REGION)")
+    elif sigv4 and not region:
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+    fields = raw.get("additional_model_request_fields")
+    if fields is not None and (api != "bedrock" or not isinstance(fields, dict)):
+        raise ConfigError(
+            f"provider {name!r}: additional_model_request_fields must be a table, on a bedrock "
+            "provider"
+        )
+    return {
+        "aws_region": region,
+        "aws_sigv4": sigv4,
+        "additional_model_request_fields": dict(fields or {}),
+    }
 
 
 def _streaming(value: Any, name: str) -> Literal["auto", "on", "off"]:

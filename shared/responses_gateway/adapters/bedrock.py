@@ -1,0 +1,793 @@
+"""The Bedrock adapter: a Responses model call over Amazon Bedrock's Converse API.
+
+Owns both directions of the Converse wire (``POST /model/{modelId}/converse-stream``, the AWS
+event-stream framing, or ``/converse`` unstreamed when the provider's ``streaming`` is ``off``).
+:func:`to_converse_request` turns a :class:`ModelCall` into the exact request body (pure, no I/O);
+:class:`BedrockAdapter` signs it (:class:`~responses_gateway.adapters.aws_auth.SigV4` with the
+runtime's own credentials, or a Bedrock API key as a bearer token), sends it, decodes the frames
+(:mod:`responses_gateway.adapters.eventstream`) and reports the output through the
+:class:`~responses_gateway.loop.output.OutputWriter`. It never decides what the loop does next.
+``docs/bedrock.md`` has the mapping tables; the rules in short:
+
+* ``instructions`` and ``system``/``developer`` messages become ``system`` blocks (in order);
+  every other item joins the ``user`` or ``assistant`` message it belongs to, consecutive items of
+  one role merged into one message (Converse wants the roles to alternate). Blank text is not
+  sent (Converse refuses blank text blocks).
+* Images and files travel as bytes: ``input_image`` with a data URL (png, jpeg, gif, webp) and
+  ``input_file`` with ``file_data`` (pdf, csv, doc, docx, xls, xlsx, html, txt, md). A URL or a
+  ``file_id`` cannot be fetched by Bedrock and is a 400 naming it.
+* ``function_call`` is a ``toolUse`` block (its arguments parsed as JSON: Converse takes a JSON
+  document; arguments that are not JSON travel as ``{"arguments": "<text>"}``);
+  ``function_call_output`` a ``toolResult`` block (text, and image or file parts).
+* A ``reasoning`` item whose ``encrypted_content`` is Bedrock's own (the gateway keeps the
+  model's signature, or the redacted reasoning, there, sealed for the client) is a
+  ``reasoningContent`` block again; reasoning from other wires has no signature the model would
+  accept and is not sent.
+* ``tool_choice``: ``auto``, ``required`` (``any``) and a named function (``tool``); ``none``
+  leaves the tools out unless the transcript has tool blocks (Converse then requires them: the
+  model is not forced). ``parallel_tool_calls: false`` is applied here: tool calls after the
+  first are not reported. ``max_output_tokens``, ``temperature``, ``top_p`` go to
+  ``inferenceConfig``; a ``json_schema`` ``text.format`` to ``outputConfig``. The provider's
+  ``additional_model_request_fields`` (e.g. a thinking budget) are sent as they are.
+
+Answers: text, tool calls (arguments streamed), reasoning (signature or redacted content sealed
+into ``encrypted_content``). ``max_tokens`` and ``model_context_window_exceeded`` stop as
+``length``, ``guardrail_intervened`` and ``content_filtered`` as ``content_filter``; a malformed
+answer is a :class:`~responses_gateway.errors.ModelOutputError`. Usage counts cache reads and
+writes into ``input_tokens`` (OpenAI counts cached tokens as input), cache reads as
+``cached_tokens``. Errors map by AWS error type (:data:`ERROR_STATUS`); a context-window error is
+``context_length_exceeded``; throttling is a 429 the SDK retries and the router cools down on.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from responses_gateway.adapters.aws_auth import SigV4
+from responses_gateway.adapters.base import ModelCall
+from responses_gateway.adapters.eventstream import EventMessage, EventStreamDecoder
+from responses_gateway.adapters.wire import Streaming, clean_surrogates, passed_headers
+from responses_gateway.errors import (
+    InvalidRequestError,
+    ModelOutputError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+    UpstreamTransportError,
+)
+from responses_gateway.loop.output import (
+    FunctionCallWriter,
+    MessageWriter,
+    OutputWriter,
+    ReasoningWriter,
+)
+from responses_gateway.loop.state import StopReason, TurnResult
+
+__all__ = [
+    "ERROR_STATUS",
+    "REDACTED_PREFIX",
+    "SIGNATURE_PREFIX",
+    "BedrockAdapter",
+    "BedrockOptions",
+    "bedrock_status_error",
+    "converse_events",
+    "converse_usage",
+    "default_endpoint",
+    "to_converse_request",
+]
+
+SIGNATURE_PREFIX = "bedrock.signature:"
+"""``encrypted_content`` of a reasoning item: the model's signature of its reasoning text."""
+REDACTED_PREFIX = "bedrock.redacted:"
+"""``encrypted_content`` of a redacted reasoning item: the model's opaque bytes (base64)."""
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NOT_ID = re.compile(r"[^a-zA-Z0-9_-]")
+_DATA_URL = re.compile(r"^data:([^;,]+)?(?:;[^,]*)?;base64,(.*)$", re.S)
+_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg"}
+_IMAGE_FORMATS |= {"image/gif": "gif", "image/webp": "webp"}
+_DOCUMENT_FORMATS = ("pdf", "csv", "doc", "docx", "xls", "xlsx", "html", "txt", "md")
+_DOCUMENT_MIME = {
+    "application/pdf": "pdf",
+    "text/csv": "csv",
+    "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html",
+    "text/plain": "txt",
+    "text/markdown": "md",
+}
+_TEXT_PARTS = frozenset({"input_text", "output_text", "text", "refusal"})
+
+
+def default_endpoint(region: str) -> str:
+    """Bedrock's runtime endpoint in ``region``."""
+    return f"https://bedrock-runtime.{region}.amazonaws.com"
+
+
+@dataclass(frozen=True, slots=True)
+class BedrockOptions:
+    """A Bedrock provider's settings beyond the common ones."""
+
+    additional_model_request_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Sent as ``additionalModelRequestFields`` with every call (model-specific fields, such as
+    Anthropic's ``thinking`` budget or ``top_k``)."""
+
+
+# --- request: Responses items -> Converse ----------------------------------------------------
+
+
+def _refuse(message: str, param: str = "input") -> InvalidRequestError:
+    return InvalidRequestError(message, param=param)
+
+
+def _tool_use_id(call_id: Any) -> str:
+    """A call id as Converse accepts it (``[a-zA-Z0-9_-]{1,64}``), the same for call and result."""
+    text = _NOT_ID.sub("_", str(call_id or "call"))
+    return text[:64] or "call"
+
+
+def _decoded(data: str, what: str) -> str:
+    try:
+        raw = base64.b64decode(data, validate=False)
+    except (binascii.Error, ValueError):
+        raise _refuse(f"Bedrock upstreams need {what} as base64 data.") from None
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _image(part: dict[str, Any]) -> dict[str, Any]:
+    url = part.get("image_url")
+    match = _DATA_URL.match(url) if isinstance(url, str) else None
+    if match is None:
+        raise _refuse(
+            "Bedrock upstreams take input_image.image_url as a data URL "
+            "(data:image/png;base64,...): Bedrock does not fetch URLs or file ids."
+        )
+    fmt = _IMAGE_FORMATS.get((match.group(1) or "").lower())
+    if fmt is None:
+        raise _refuse("Bedrock upstreams take png, jpeg, gif and webp images.")
+    return {"image": {"format": fmt, "source": {"bytes": _decoded(match.group(2), "images")}}}
+
+
+class _Documents:
+    """Document names of one request (Converse wants them distinct and plain)."""
+
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def block(self, part: dict[str, Any]) -> dict[str, Any]:
+        data = part.get("file_data")
+        filename = str(part.get("filename") or "document")
+        if not isinstance(data, str) or not data:
+            raise _refuse(
+                "Bedrock upstreams take input_file with file_data: Bedrock does not fetch URLs "
+                "or file ids."
+            )
+        match = _DATA_URL.match(data)
+        mime = (match.group(1) or "").lower() if match else ""
+        payload = match.group(2) if match else data
+        stem, _, extension = filename.rpartition(".")
+        fmt = _DOCUMENT_MIME.get(mime) or (extension.lower() if stem else "")
+        if fmt not in _DOCUMENT_FORMATS:
+            raise _refuse(
+                f"Bedrock upstreams take files of types {', '.join(_DOCUMENT_FORMATS)}; "
+                f"{filename!r} is none of them."
+            )
+        return {
+            "document": {
+                "format": fmt,
+                "name": self._name(stem or filename),
+                "source": {"bytes": _decoded(payload, "input_file.file_data")},
+            }
+        }
+
+    def _name(self, stem: str) -> str:
+        base = " ".join(re.sub(r"[^a-zA-Z0-9\-()\[\] ]", " ", stem).split())[:180] or "document"
+        name, n = base, 1
+        while name in self.names:
+            n += 1
+            name = f"{base} ({n})"
+        self.names.add(name)
+        return name
+
+
+def _text_of(part: dict[str, Any]) -> str:
+    value = part.get("refusal") if part.get("type") == "refusal" else part.get("text")
+    return value if isinstance(value, str) else ""
+
+
+def _blocks(content: Any, documents: _Documents, media: bool = True) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": content}] if content.strip() else []
+    blocks: list[dict[str, Any]] = []
+    for part in content if isinstance(content, list) else []:
+        if not isinstance(part, dict):
+            continue
+        kind = part.get("type")
+        if kind in _TEXT_PARTS:
+            text = _text_of(part)
+            if text.strip():
+                blocks.append({"text": text})
+        elif kind == "input_image" and media:
+            blocks.append(_image(part))
+        elif kind == "input_file" and media:
+            blocks.append(documents.block(part))
+    return blocks
+
+
+def _arguments(raw: Any) -> Any:
+    if isinstance(raw, dict):
+        return raw
+    text = raw if isinstance(raw, str) and raw.strip() else "{}"
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {"arguments": text}
+    return value if isinstance(value, dict) else {"arguments": value}
+
+
+def _reasoning_block(item: dict[str, Any]) -> dict[str, Any] | None:
+    blob = item.get("encrypted_content")
+    if not isinstance(blob, str):
+        return None
+    if blob.startswith(REDACTED_PREFIX):
+        return {"reasoningContent": {"redactedContent": blob[len(REDACTED_PREFIX) :]}}
+    if not blob.startswith(SIGNATURE_PREFIX):
+        return None
+    content = item.get("content")
+    text = "".join(
+        str(p.get("text") or "")
+        for p in (content if isinstance(content, list) else [])
+        if isinstance(p, dict) and p.get("type") == "reasoning_text"
+    )
+    signature = blob[len(SIGNATURE_PREFIX) :]
+    return {"reasoningContent": {"reasoningText": {"text": text, "signature": signature}}}
+
+
+def _tool_result(item: dict[str, Any], documents: _Documents) -> dict[str, Any]:
+    output = item.get("output")
+    if isinstance(output, list):
+        content = _blocks(output, documents)
+    elif isinstance(output, str):
+        content = [{"text": output}] if output.strip() else []
+    elif output is None:
+        content = []
+    else:
+        content = [{"json": output}]
+    return {"toolResult": {"toolUseId": _tool_use_id(item.get("call_id")), "content": content}}
+
+
+class _Conversation:
+    """Converse ``system`` blocks and ``messages``, built item by item."""
+
+    def __init__(self) -> None:
+        self.system: list[dict[str, Any]] = []
+        self.messages: list[dict[str, Any]] = []
+        self.documents = _Documents()
+        self.tool_blocks = False
+        """Whether a ``toolUse`` or ``toolResult`` block was added (then tools must be sent)."""
+
+    def _add(self, role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if self.messages and self.messages[-1]["role"] == role:
+            self.messages[-1]["content"].extend(blocks)
+        else:
+            self.messages.append({"role": role, "content": blocks})
+
+    def add(self, item: dict[str, Any]) -> None:
+        kind = item.get("type") or ("message" if "role" in item else None)
+        if kind == "message":
+            role = str(item.get("role") or "user")
+            if role in ("system", "developer"):
+                self.system += _blocks(item.get("content"), self.documents, media=False)
+            else:
+                assistant = role == "assistant"
+                blocks = _blocks(item.get("content"), self.documents, media=not assistant)
+                self._add("assistant" if assistant else "user", blocks)
+        elif kind == "function_call":
+            self.tool_blocks = True
+            use = {
+                "toolUseId": _tool_use_id(item.get("call_id")),
+                "name": str(item.get("name") or ""),
+                "input": _arguments(item.get("arguments")),
+            }
+            self._add("assistant", [{"toolUse": use}])
+        elif kind == "function_call_output":
+            self.tool_blocks = True
+            self._add("user", [_tool_result(item, self.documents)])
+        elif kind == "reasoning":
+            block = _reasoning_block(item)
+            if block is not None:
+                self._add("assistant", [block])
+
+
+def _tool_spec(tool: dict[str, Any], index: int) -> dict[str, Any]:
+    name = str(tool.get("name") or "")
+    if not _NAME.match(name):
+        raise _refuse(
+            f"Bedrock upstreams take tool names of 1 to 64 letters, digits, '_' and '-'; "
+            f"{name!r} is not one.",
+            param=f"tools[{index}].name",
+        )
+    parameters = tool.get("parameters")
+    schema = parameters if isinstance(parameters, dict) else {"type": "object", "properties": {}}
+    spec: dict[str, Any] = {"name": name, "inputSchema": {"json": schema}}
+    if isinstance(tool.get("description"), str) and tool["description"]:
+        spec["description"] = tool["description"]
+    if tool.get("strict") is True:
+        spec["strict"] = True
+    return {"toolSpec": spec}
+
+
+def _tool_choice(choice: Any) -> dict[str, Any] | None:
+    """The Converse ``toolChoice`` for a Responses ``tool_choice`` (None: leave it out)."""
+    if isinstance(choice, dict):
+        if choice.get("type") == "function" and choice.get("name"):
+            return {"tool": {"name": str(choice["name"])}}
+        if choice.get("type") == "allowed_tools":
+            choice = choice.get("mode")
+    if choice == "required":
+        return {"any": {}}
+    if choice == "auto":
+        return {"auto": {}}
+    return None
+
+
+def _inference(params: dict[str, Any]) -> dict[str, Any]:
+    config: dict[str, Any] = {}
+    for ours, theirs in (
+        ("max_output_tokens", "maxTokens"),
+        ("temperature", "temperature"),
+        ("top_p", "topP"),
+    ):
+        if params.get(ours) is not None:
+            config[theirs] = params[ours]
+    return config
+
+
+def _output_config(params: dict[str, Any]) -> dict[str, Any] | None:
+    fmt = (params.get("text") or {}).get("format") or {}
+    if fmt.get("type") != "json_schema":
+        return None
+    schema: dict[str, Any] = {"schema": json.dumps(fmt.get("schema") or {}), "name": fmt["name"]}
+    if isinstance(fmt.get("description"), str):
+        schema["description"] = fmt["description"]
+    return {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": schema}}}
+
+
+def to_converse_request(
+    call: ModelCall, options: BedrockOptions = BedrockOptions()
+) -> dict[str, Any]:
+    """The exact Converse / ConverseStream request body for ``call`` (``modelId`` is in the path).
+
+    Raises:
+        InvalidRequestError: the request holds something Converse cannot carry (named).
+    """
+    conversation = _Conversation()
+    if call.instructions and call.instructions.strip():
+        conversation.system.append({"text": call.instructions})
+    for item in call.input:
+        conversation.add(item)
+    body: dict[str, Any] = {"messages": conversation.messages}
+    if conversation.system:
+        body["system"] = conversation.system
+    inference = _inference(call.params)
+    if inference:
+        body["inferenceConfig"] = inference
+    functions = [t for t in call.tools if t.get("type", "function") == "function"]
+    tools = [_tool_spec(t, i) for i, t in enumerate(functions)]
+    if tools and (call.tool_choice != "none" or conversation.tool_blocks):
+        body["toolConfig"] = {"tools": tools}
+        choice = _tool_choice(call.tool_choice)
+        if choice is not None:
+            body["toolConfig"]["toolChoice"] = choice
+    output = _output_config(call.params)
+    if output is not None:
+        body["outputConfig"] = output
+    if options.additional_model_request_fields:
+        body["additionalModelRequestFields"] = dict(options.additional_model_request_fields)
+    return body
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+ERROR_STATUS: dict[str, int] = {
+    "ValidationException": 400,
+    "AccessDeniedException": 403,
+    "UnrecognizedClientException": 403,
+    "ResourceNotFoundException": 404,
+    "ModelTimeoutException": 408,
+    "ThrottlingException": 429,
+    "ServiceQuotaExceededException": 429,
+    "InternalServerException": 500,
+    "ModelErrorException": 502,
+    "ModelStreamErrorException": 502,
+    "ModelNotReadyException": 503,
+    "ServiceUnavailableException": 503,
+}
+"""The status each AWS error type is, for the gateway (a model's own failure, which AWS answers
+424, is a 502 the router may retry elsewhere)."""
+
+_CODES = {429: "rate_limit_exceeded", 404: "model_not_found"}
+_CONTEXT = re.compile(
+    r"input is too long|too many input tokens|prompt is too long|exceeds? (the )?context|"
+    r"context (window|limit|length)|maximum context length|input length and `?max_tokens`? exceed",
+    re.I,
+)
+"""Bedrock's wordings of a context-window error (its models word it their own way)."""
+
+
+def _error_type(raw: str) -> str:
+    """``ThrottlingException`` from ``ThrottlingException:http://internal.amazon.com/...``."""
+    return raw.split(":", 1)[0].strip()
+
+
+def _exception_name(name: str) -> str:
+    """``ThrottlingException`` from the event-stream name ``throttlingException``."""
+    return name[:1].upper() + name[1:]
+
+
+def _aws_error(kind: str, message: str, raw: str, status: int | None = None) -> UpstreamStatusError:
+    status = ERROR_STATUS.get(kind) or status or 502
+    code = _CODES.get(status)
+    if status == 400 and _CONTEXT.search(message):
+        code = "context_length_exceeded"
+    error = UpstreamStatusError(
+        status, message or f"Bedrock answered {kind or status}.", code=code, body=raw
+    )
+    if status == 429:
+        error.headers["x-should-retry"] = "true"
+    return error
+
+
+def bedrock_status_error(status: int, raw: str, headers: Mapping[str, str]) -> UpstreamStatusError:
+    """A non-2xx Bedrock answer (``{"message": ...}`` and ``x-amzn-ErrorType``) as our error."""
+    kind = _error_type(headers.get("x-amzn-errortype", ""))
+    message = ""
+    with contextlib.suppress(ValueError):
+        body = json.loads(raw)
+        if isinstance(body, dict):
+            found = body.get("message") or body.get("Message")
+            message = found if isinstance(found, str) else ""
+            kind = kind or _error_type(str(body.get("__type") or "").rpartition("#")[2])
+    return _aws_error(kind, message or raw.strip()[:500], raw, status)
+
+
+# --- answer: Converse events -> Responses items ----------------------------------------------
+
+_STOPS: dict[str, StopReason] = {
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+}
+_MALFORMED = frozenset({"malformed_model_output", "malformed_tool_use"})
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def converse_usage(raw: dict[str, Any]) -> dict[str, Any]:
+    """Converse ``usage`` as Responses usage (cache reads and writes counted as input)."""
+    read, write = _int(raw.get("cacheReadInputTokens")), _int(raw.get("cacheWriteInputTokens"))
+    input_tokens = _int(raw.get("inputTokens")) + read + write
+    output_tokens = _int(raw.get("outputTokens"))
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": read},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+@dataclass(slots=True)
+class _Reasoning:
+    writer: ReasoningWriter
+    signature: list[str] = field(default_factory=list)
+
+
+class _ConverseStream:
+    """The state of one Converse answer, fed one event (its name and payload) at a time."""
+
+    def __init__(self, out: OutputWriter, *, parallel: bool = True) -> None:
+        self._out = out
+        self._parallel = parallel
+        self._message: MessageWriter | None = None
+        self._reasoning: dict[int, _Reasoning] = {}
+        self._calls: dict[int, FunctionCallWriter | None] = {}
+        self._call_count = 0
+        self._stop: str | None = None
+        self.usage: dict[str, Any] | None = None
+        self.done = False
+
+    def feed(self, name: str, event: dict[str, Any]) -> None:
+        handler = getattr(self, f"_on_{name}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_contentBlockStart(self, event: dict[str, Any]) -> None:  # noqa: N802
+        start = event.get("start") or {}
+        use = start.get("toolUse")
+        if isinstance(use, dict):
+            self._open_call(_int(event.get("contentBlockIndex")), use)
+
+    def _open_call(self, index: int, use: dict[str, Any]) -> None:
+        self._close_message()
+        self._close_reasoning()
+        self._call_count += 1
+        if self._call_count > 1 and not self._parallel:
+            self._calls[index] = None  # parallel_tool_calls: false: not reported
+            return
+        name, call_id = str(use.get("name") or ""), use.get("toolUseId")
+        if not name:
+            raise UpstreamProtocolError("Bedrock sent a tool call without a name.")
+        self._calls[index] = self._out.function_call(
+            name=name, call_id=call_id if isinstance(call_id, str) else None
+        )
+
+    def _on_contentBlockDelta(self, event: dict[str, Any]) -> None:  # noqa: N802
+        index = _int(event.get("contentBlockIndex"))
+        delta = event.get("delta") or {}
+        if isinstance(delta.get("text"), str):
+            self._close_reasoning()
+            if self._message is None:
+                self._message = self._out.message()
+            self._message.text(delta["text"])
+        elif isinstance(delta.get("toolUse"), dict):
+            if index not in self._calls:
+                raise UpstreamProtocolError("Bedrock sent tool input for a block it never opened.")
+            call = self._calls[index]
+            if call is not None:
+                call.arguments(str(delta["toolUse"].get("input") or ""))
+        elif isinstance(delta.get("reasoningContent"), dict):
+            self._reasoning_delta(index, delta["reasoningContent"])
+
+    def _reasoning_delta(self, index: int, delta: dict[str, Any]) -> None:
+        self._close_message()
+        if isinstance(delta.get("redactedContent"), str):
+            writer = self._out.reasoning()
+            writer.set_encrypted_content(REDACTED_PREFIX + delta["redactedContent"])
+            writer.finish()
+            return
+        slot = self._reasoning.get(index)
+        if slot is None:
+            self._close_reasoning()
+            slot = self._reasoning[index] = _Reasoning(self._out.reasoning())
+        if isinstance(delta.get("text"), str):
+            slot.writer.text(delta["text"])
+        if isinstance(delta.get("signature"), str):
+            slot.signature.append(delta["signature"])
+
+    def _on_contentBlockStop(self, event: dict[str, Any]) -> None:  # noqa: N802
+        index = _int(event.get("contentBlockIndex"))
+        call = self._calls.get(index)
+        if call is not None:
+            if not "".join(call.item.get("arguments") or "").strip():
+                call.arguments("{}")
+            call.finish()
+        elif index in self._reasoning:
+            self._finish_reasoning(index)
+
+    def _finish_reasoning(self, index: int) -> None:
+        slot = self._reasoning.pop(index)
+        if slot.signature:
+            slot.writer.set_encrypted_content(SIGNATURE_PREFIX + "".join(slot.signature))
+        slot.writer.finish()
+
+    def _close_reasoning(self) -> None:
+        for index in list(self._reasoning):
+            self._finish_reasoning(index)
+
+    def _close_message(self) -> None:
+        if self._message is not None:
+            self._message.finish()
+            self._message = None
+
+    def _on_messageStop(self, event: dict[str, Any]) -> None:  # noqa: N802
+        reason = event.get("stopReason")
+        self._stop = reason if isinstance(reason, str) else "end_turn"
+        if self._stop in _MALFORMED:
+            raise ModelOutputError(f"The model's answer was malformed (Bedrock: {self._stop}).")
+        if self.result().stop == "stop":
+            self._close_message()
+            self._close_reasoning()
+
+    def _on_metadata(self, event: dict[str, Any]) -> None:
+        if isinstance(event.get("usage"), dict):
+            self.usage = converse_usage(event["usage"])
+        self.done = True
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the model's ``messageStop`` arrived."""
+        return self._stop is not None
+
+    def result(self) -> TurnResult:
+        return TurnResult(stop=_STOPS.get(self._stop or "", "stop"), usage=self.usage)
+
+
+def _payload(message: EventMessage) -> dict[str, Any]:
+    try:
+        value = json.loads(message.payload or b"{}")
+    except ValueError as exc:
+        raise UpstreamProtocolError("Bedrock sent an event that is not JSON.") from exc
+    if not isinstance(value, dict):
+        raise UpstreamProtocolError("Bedrock sent an event that is no object.")
+    cleaned: dict[str, Any] = clean_surrogates(value)
+    return cleaned
+
+
+def _event(message: EventMessage) -> tuple[str, dict[str, Any]]:
+    """A frame as (event name, payload); an exception or error frame raises its error."""
+    if message.message_type == "exception":
+        body = _payload(message)
+        found = body.get("message")
+        text = found if isinstance(found, str) else ""
+        raw = message.payload.decode("utf-8", "replace")
+        raise _aws_error(_exception_name(message.event_type), text, raw)
+    if message.message_type == "error":
+        code = str(message.headers.get(":error-code") or "")
+        text = str(message.headers.get(":error-message") or "")
+        raise _aws_error(code, text, text)
+    return message.event_type, _payload(message)
+
+
+def converse_events(answer: Any) -> list[tuple[str, dict[str, Any]]]:
+    """An unstreamed Converse answer as the events its stream would have held."""
+    if not isinstance(answer, dict):
+        raise UpstreamProtocolError("Bedrock's answer is no object.")
+    message = (answer.get("output") or {}).get("message") or {}
+    events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
+    for index, block in enumerate(message.get("content") or []):
+        if not isinstance(block, dict):
+            continue
+        if isinstance(block.get("text"), str):
+            delta: dict[str, Any] = {"text": block["text"]}
+        elif isinstance(block.get("toolUse"), dict):
+            use = block["toolUse"]
+            start = {"toolUseId": use.get("toolUseId"), "name": use.get("name")}
+            opened = {"start": {"toolUse": start}, "contentBlockIndex": index}
+            events.append(("contentBlockStart", opened))
+            delta = {"toolUse": {"input": json.dumps(use.get("input", {}))}}
+        elif isinstance(block.get("reasoningContent"), dict):
+            reasoning = block["reasoningContent"]
+            text = reasoning.get("reasoningText") or {}
+            if "redactedContent" in reasoning:
+                delta = {"reasoningContent": {"redactedContent": reasoning["redactedContent"]}}
+            else:
+                delta = {"reasoningContent": {"text": text.get("text") or ""}}
+                if text.get("signature"):
+                    text_delta = {"delta": delta, "contentBlockIndex": index}
+                    events.append(("contentBlockDelta", text_delta))
+                    delta = {"reasoningContent": {"signature": text["signature"]}}
+        else:
+            continue
+        events.append(("contentBlockDelta", {"delta": delta, "contentBlockIndex": index}))
+        events.append(("contentBlockStop", {"contentBlockIndex": index}))
+    events.append(("messageStop", {"stopReason": answer.get("stopReason") or "end_turn"}))
+    events.append(("metadata", {"usage": answer.get("usage") or {}}))
+    return events
+
+
+class BedrockAdapter:
+    """Calls Bedrock's Converse API for one provider (a region's runtime endpoint).
+
+    Args:
+        client: the shared upstream HTTP client.
+        base_url: the runtime endpoint (``https://bedrock-runtime.<region>.amazonaws.com``).
+        region: the signing region.
+        api_key: a Bedrock API key, sent as a bearer token instead of a signature (optional).
+        headers: extra headers for every call.
+        timeout: seconds to wait for upstream bytes (connecting: 10 s).
+        options: the provider's Bedrock settings.
+        streaming: ``off`` calls ``Converse``; otherwise ``ConverseStream``.
+        auth: how requests are signed (default: :class:`SigV4` for ``region``).
+    """
+
+    wire = "bedrock"
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        base_url: str,
+        region: str,
+        api_key: str | None = None,
+        headers: dict[str, str] | None = None,
+        timeout: float | None = None,
+        options: BedrockOptions = BedrockOptions(),
+        streaming: Streaming = "auto",
+        auth: httpx.Auth | None = None,
+    ) -> None:
+        self._client = client
+        self._base_url = base_url.rstrip("/")
+        self._headers = {"Content-Type": "application/json", **(headers or {})}
+        self._auth: httpx.Auth | None = None
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        else:
+            self._auth = auth if auth is not None else SigV4(region)
+        self._timeout = None if timeout is None else httpx.Timeout(timeout, connect=10.0)
+        self.options = options
+        self.streaming: Streaming = streaming
+
+    def url(self, model: str, stream: bool) -> str:
+        """The operation's URL for ``model`` (a model id, inference profile id or ARN)."""
+        operation = "converse-stream" if stream else "converse"
+        return f"{self._base_url}/model/{quote(model, safe='-_.~')}/{operation}"
+
+    async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
+        """Call the model once (see the module docstring for the rules).
+
+        Raises:
+            InvalidRequestError: the request holds something Converse cannot carry.
+            UpstreamStatusError: Bedrock answered with an error (before or during the stream).
+            UpstreamTransportError: Bedrock could not be reached, timed out or dropped.
+            UpstreamProtocolError: the answer could not be decoded.
+        """
+        body = json.dumps(to_converse_request(call, self.options)).encode()
+        stream = _ConverseStream(out, parallel=call.params.get("parallel_tool_calls") is not False)
+        streamed = self.streaming != "off"
+        timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
+        request = self._client.build_request(
+            "POST",
+            self.url(call.model, streamed),
+            content=body,
+            headers=self._headers,
+            timeout=timeout,
+        )
+        try:
+            response = await self._client.send(request, auth=self._auth, stream=True)
+        except httpx.TimeoutException as exc:
+            raise UpstreamTransportError(f"Bedrock timed out: {type(exc).__name__}") from exc
+        except httpx.TransportError as exc:
+            raise UpstreamTransportError(
+                f"Bedrock could not be reached: {type(exc).__name__}"
+            ) from exc
+        try:
+            await self._read(response, stream, streamed, out)
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            what = "timed out" if isinstance(exc, httpx.TimeoutException) else "dropped the stream"
+            raise UpstreamTransportError(f"Bedrock {what}: {type(exc).__name__}") from exc
+        finally:
+            await response.aclose()
+        return stream.result()
+
+    async def _read(
+        self, response: httpx.Response, stream: _ConverseStream, streamed: bool, out: OutputWriter
+    ) -> None:
+        if not response.is_success:
+            raw = (await response.aread()).decode("utf-8", errors="replace")
+            error = bedrock_status_error(response.status_code, raw, response.headers)
+            error.headers.update(passed_headers(response))
+            raise error
+        out.upstream_responding()
+        if not streamed:
+            try:
+                answer = json.loads(await response.aread())
+            except ValueError as exc:
+                raise UpstreamProtocolError("Bedrock answered with invalid JSON.") from exc
+            for name, event in converse_events(clean_surrogates(answer)):
+                stream.feed(name, event)
+            return
+        decoder = EventStreamDecoder()
+        async for chunk in response.aiter_bytes():
+            for message in decoder.feed(chunk):
+                name, event = _event(message)
+                stream.feed(name, event)
+            if stream.done:
+                break
+        if not stream.stopped:
+            raise UpstreamTransportError("Bedrock ended the stream before the model stopped.")

@@ -1,0 +1,578 @@
+"""BedrockAdapter against the scripted Bedrock upstream, whose judge is botocore.
+
+Every call here goes through the real adapter, signed with SigV4, to the scripted upstream over
+ASGI: botocore's signer must agree with the signature, botocore's validator and serializer with
+the request, and the stream is the binary event-stream framing that botocore decodes too.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from responses_gateway.adapters.aws_auth import SigV4
+from responses_gateway.adapters.base import ModelCall
+from responses_gateway.adapters.bedrock import (
+    REDACTED_PREFIX,
+    SIGNATURE_PREFIX,
+    BedrockAdapter,
+    BedrockOptions,
+    bedrock_status_error,
+    converse_usage,
+    to_converse_request,
+)
+from responses_gateway.adapters.eventstream import EventStreamDecoder
+from responses_gateway.context.errors import ContextLengthExceeded, as_context_length
+from responses_gateway.errors import (
+    InvalidRequestError,
+    ModelOutputError,
+    UpstreamProtocolError,
+    UpstreamStatusError,
+)
+from responses_gateway.loop.events import LoopEvent
+from responses_gateway.loop.output import OutputWriter
+from responses_gateway.loop.state import LoopState
+from responses_gateway.store._credentials import StaticCredentials
+from responses_gateway.store._sigv4 import Credentials
+from responses_gateway.testing.aws_oracle import botocore_events, converse_problems
+from responses_gateway.testing.bedrock import TEST_CREDENTIALS, event_frames, signature_of
+from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn, Usage
+
+MODEL = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+KEY = ("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "session-token-1")
+ARN = "arn:aws:bedrock:eu-west-1:123456789012:inference-profile/eu.amazon.nova-pro-v1:0"
+
+
+@pytest.fixture(autouse=True)
+def _known_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(TEST_CREDENTIALS, KEY[0], (KEY[1], KEY[2]))
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.events: list[LoopEvent] = []
+
+    def emit(self, event: LoopEvent) -> None:
+        self.events.append(event)
+
+
+def _writer() -> tuple[OutputWriter, LoopState]:
+    state = LoopState(
+        response_id="resp_1", created_at=0, model=MODEL, request={}, upstream_input=[]
+    )
+    return OutputWriter(state, Sink()), state
+
+
+def _adapter(
+    script: ScriptedUpstream, streaming: Any = "auto", **options: Any
+) -> tuple[BedrockAdapter, httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=create_fake_upstream_app(script))
+    client = httpx.AsyncClient(transport=transport)
+    source = StaticCredentials(Credentials(*KEY))
+    adapter = BedrockAdapter(
+        client,
+        "http://bedrock-runtime.us-east-1.amazonaws.com",
+        "us-east-1",
+        options=BedrockOptions(**options),
+        streaming=streaming,
+        auth=SigV4("us-east-1", source=source),
+    )
+    return adapter, client
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\nfake").decode()
+PDF = base64.b64encode(b"%PDF-1.4 fake").decode()
+
+
+# --- the request -----------------------------------------------------------------------------
+
+
+def test_to_converse_request_maps_every_field_and_botocore_accepts_it() -> None:
+    call = ModelCall(
+        model=MODEL,
+        instructions="Be brief.",
+        input=[
+            {"type": "message", "role": "developer", "content": "Answer in French."},
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "What is this?"},
+                    {"type": "input_image", "image_url": f"data:image/png;base64,{PNG}"},
+                    {"type": "input_file", "filename": "report.v2.pdf", "file_data": PDF},
+                ],
+            },
+            {
+                "type": "reasoning",
+                "content": [{"type": "reasoning_text", "text": "Hmm."}],
+                "encrypted_content": SIGNATURE_PREFIX + signature_of("Hmm."),
+            },
+            {
+                "type": "function_call",
+                "call_id": "call.1",
+                "name": "get_weather",
+                "arguments": '{"city": "Paris"}',
+            },
+            {"type": "function_call_output", "call_id": "call.1", "output": "Sunny"},
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "It is sunny."}],
+            },
+            user("Thanks"),
+        ],
+        tools=[TOOL],
+        tool_choice={"type": "function", "name": "get_weather"},
+        params={"max_output_tokens": 300, "temperature": 0.5, "top_p": 0.9},
+    )
+    body = to_converse_request(call, BedrockOptions({"thinking": {"type": "enabled"}}))
+    assert body == {
+        "system": [{"text": "Be brief."}, {"text": "Answer in French."}],
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"text": "What is this?"},
+                    {"image": {"format": "png", "source": {"bytes": PNG}}},
+                    {"document": {"format": "pdf", "name": "report v2", "source": {"bytes": PDF}}},
+                ],
+            },
+            {
+                "role": "assistant",
+                "content": [
+                    {
+                        "reasoningContent": {
+                            "reasoningText": {"text": "Hmm.", "signature": signature_of("Hmm.")}
+                        }
+                    },
+                    {
+                        "toolUse": {
+                            "toolUseId": "call_1",
+                            "name": "get_weather",
+                            "input": {"city": "Paris"},
+                        }
+                    },
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"toolResult": {"toolUseId": "call_1", "content": [{"text": "Sunny"}]}}
+                ],
+            },
+            {"role": "assistant", "content": [{"text": "It is sunny."}]},
+            {"role": "user", "content": [{"text": "Thanks"}]},
+        ],
+        "inferenceConfig": {"maxTokens": 300, "temperature": 0.5, "topP": 0.9},
+        "toolConfig": {
+            "tools": [
+                {
+                    "toolSpec": {
+                        "name": "get_weather",
+                        "inputSchema": {"json": TOOL["parameters"]},
+                        "description": "Weather in a city.",
+                    }
+                }
+            ],
+            "toolChoice": {"tool": {"name": "get_weather"}},
+        },
+        "additionalModelRequestFields": {"thinking": {"type": "enabled"}},
+    }
+    path = "/model/us.anthropic.claude-sonnet-4-20250514-v1%3A0/converse-stream"
+    assert converse_problems(path, json.dumps(body).encode()) == []
+
+
+def test_converse_problems_reports_what_botocore_rejects() -> None:
+    path = "/model/m/converse"
+    bad = {
+        "messages": [{"role": "user", "content": [], "id": 1}],
+        "inferenceConfig": {"maxTokens": 0},
+    }
+    problems = converse_problems(path, json.dumps(bad).encode())
+    assert problems and '"id"' in problems[0] and "maxTokens" in problems[0]
+    assert converse_problems("/model/a:b/converse", b'{"messages": []}') == [
+        "botocore sends the path /model/a%3Ab/converse, not /model/a:b/converse"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("choice", "expected"),
+    [
+        ("auto", {"auto": {}}),
+        ("required", {"any": {}}),
+        (None, None),
+        ({"type": "allowed_tools", "mode": "required", "tools": []}, {"any": {}}),
+    ],
+)
+def test_to_converse_request_tool_choice(choice: Any, expected: Any) -> None:
+    body = to_converse_request(
+        ModelCall(model=MODEL, input=[user("hi")], tools=[TOOL], tool_choice=choice)
+    )
+    assert body["toolConfig"].get("toolChoice") == expected
+
+
+def test_to_converse_request_none_leaves_tools_out_unless_the_transcript_has_tool_blocks() -> None:
+    plain = ModelCall(model=MODEL, input=[user("hi")], tools=[TOOL], tool_choice="none")
+    assert "toolConfig" not in to_converse_request(plain)
+    used = ModelCall(
+        model=MODEL,
+        input=[
+            user("hi"),
+            {
+                "type": "function_call",
+                "call_id": "c",
+                "name": "get_weather",
+                "arguments": "not json",
+            },
+            {"type": "function_call_output", "call_id": "c", "output": ""},
+        ],
+        tools=[TOOL],
+        tool_choice="none",
+    )
+    body = to_converse_request(used)
+    assert "toolChoice" not in body["toolConfig"]
+    assert [t["toolSpec"]["name"] for t in body["toolConfig"]["tools"]] == ["get_weather"]
+    assert body["messages"][1]["content"][0]["toolUse"]["input"] == {"arguments": "not json"}
+    assert body["messages"][2]["content"][0]["toolResult"]["content"] == []
+
+
+@pytest.mark.parametrize(
+    ("part", "param"),
+    [
+        ({"type": "input_image", "image_url": "https://example.com/a.png"}, "input"),
+        ({"type": "input_image", "file_id": "file_1"}, "input"),
+        ({"type": "input_file", "file_id": "file_1"}, "input"),
+        ({"type": "input_file", "filename": "a.exe", "file_data": PDF}, "input"),
+    ],
+)
+def test_to_converse_request_refuses_what_bedrock_cannot_fetch(part: Any, param: str) -> None:
+    call = ModelCall(model=MODEL, input=[{"type": "message", "role": "user", "content": [part]}])
+    with pytest.raises(InvalidRequestError) as caught:
+        to_converse_request(call)
+    assert caught.value.param == param and caught.value.status_code == 400
+
+
+def test_to_converse_request_refuses_a_tool_name_converse_cannot_carry() -> None:
+    tool = {**TOOL, "name": "weather.get"}
+    with pytest.raises(InvalidRequestError) as caught:
+        to_converse_request(ModelCall(model=MODEL, input=[user("x")], tools=[tool]))
+    assert caught.value.param == "tools[0].name"
+
+
+def test_to_converse_request_json_schema_format_is_output_config() -> None:
+    fmt = {"type": "json_schema", "name": "answer", "schema": {"type": "object"}}
+    body = to_converse_request(
+        ModelCall(model=MODEL, input=[user("x")], params={"text": {"format": fmt}})
+    )
+    assert body["outputConfig"] == {
+        "textFormat": {
+            "type": "json_schema",
+            "structure": {"jsonSchema": {"schema": '{"type": "object"}', "name": "answer"}},
+        }
+    }
+    assert converse_problems("/model/m/converse", json.dumps(body).encode()) == []
+
+
+def test_reasoning_from_other_wires_is_not_sent() -> None:
+    items = [
+        user("x"),
+        {"type": "reasoning", "content": [{"type": "reasoning_text", "text": "t"}]},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "a"}]},
+    ]
+    body = to_converse_request(ModelCall(model=MODEL, input=items))
+    assert body["messages"][1] == {"role": "assistant", "content": [{"text": "a"}]}
+
+
+# --- the answer ------------------------------------------------------------------------------
+
+
+async def test_stream_text_reasoning_and_tool_calls_become_items_and_botocore_signs_alike() -> None:
+    script = ScriptedUpstream(
+        Turn(
+            reasoning="Let me think.",
+            text="Checking.",
+            tool_calls=[
+                ToolCall("get_weather", '{"city": "Paris"}', "tooluse_1"),
+                ToolCall("get_weather", '{"city": "Rome"}', "tooluse_2"),
+            ],
+            usage=Usage(input_tokens=30, output_tokens=12, cached_tokens=10),
+        ),
+        demo=False,
+    )
+    adapter, client = _adapter(script)
+    out, state = _writer()
+    async with client:
+        result = await adapter.call_llm(
+            ModelCall(model=ARN, input=[user("Weather?")], tools=[TOOL]), out
+        )
+    sent = script.model_requests()[0]
+    assert sent.path == "/model/" + ARN.replace(":", "%3A").replace("/", "%2F") + "/converse-stream"
+    assert sent.headers["x-amz-security-token"] == KEY[2]
+    assert sent.headers["authorization"].startswith(f"AWS4-HMAC-SHA256 Credential={KEY[0]}/")
+    assert "/us-east-1/bedrock/aws4_request" in sent.headers["authorization"]
+    assert [i["type"] for i in state.output] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call",
+    ]
+    reasoning, message, first, second = state.output
+    assert reasoning["content"] == [{"type": "reasoning_text", "text": "Let me think."}]
+    assert reasoning["encrypted_content"] == SIGNATURE_PREFIX + signature_of("Let me think.")
+    assert message["content"][0]["text"] == "Checking."
+    assert (first["call_id"], first["arguments"], first["status"]) == (
+        "tooluse_1",
+        '{"city": "Paris"}',
+        "completed",
+    )
+    assert second["arguments"] == '{"city": "Rome"}'
+    assert result.stop == "stop"
+    assert result.usage == {
+        "input_tokens": 30,
+        "input_tokens_details": {"cached_tokens": 10},
+        "output_tokens": 12,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": 42,
+    }
+
+
+async def test_parallel_tool_calls_false_reports_only_the_first_call() -> None:
+    script = ScriptedUpstream(
+        Turn(tool_calls=[ToolCall("get_weather", "{}"), ToolCall("get_weather", "{}")]),
+        demo=False,
+    )
+    adapter, client = _adapter(script)
+    out, state = _writer()
+    call = ModelCall(
+        model=MODEL, input=[user("x")], tools=[TOOL], params={"parallel_tool_calls": False}
+    )
+    async with client:
+        await adapter.call_llm(call, out)
+    assert [i["type"] for i in state.output] == ["function_call"]
+
+
+@pytest.mark.parametrize(
+    ("finish", "stop"), [("length", "length"), ("content_filter", "content_filter")]
+)
+async def test_stop_reasons_leave_the_last_item_open_for_the_driver(finish: Any, stop: str) -> None:
+    script = ScriptedUpstream(Turn(text="partial answer", finish=finish), demo=False)
+    adapter, client = _adapter(script)
+    out, state = _writer()
+    async with client:
+        result = await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert result.stop == stop
+    assert state.output[0]["status"] == "in_progress"
+
+
+async def test_unstreamed_converse_gives_the_same_items() -> None:
+    turn = Turn(
+        reasoning="Think.", text="Done.", tool_calls=[ToolCall("get_weather", '{"a": 1}', "t1")]
+    )
+    items = []
+    for streaming in ("auto", "off"):
+        script = ScriptedUpstream(turn, demo=False)
+        adapter, client = _adapter(script, streaming)
+        out, state = _writer()
+        async with client:
+            await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")], tools=[TOOL]), out)
+        assert script.model_requests()[0].path.endswith(
+            "/converse" if streaming == "off" else "/converse-stream"
+        )
+        items.append([{k: v for k, v in i.items() if k != "id"} for i in state.output])
+    assert items[0] == items[1]
+
+
+async def test_redacted_reasoning_is_kept_opaque_and_replayed() -> None:
+    script = ScriptedUpstream(Turn(encrypted_content="secret-thoughts", text="ok"), demo=False)
+    adapter, client = _adapter(script)
+    out, state = _writer()
+    async with client:
+        await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    reasoning = state.output[0]
+    assert (
+        reasoning["encrypted_content"]
+        == REDACTED_PREFIX + base64.b64encode(b"secret-thoughts").decode()
+    )
+    assert not reasoning.get("content")
+    body = to_converse_request(
+        ModelCall(model=MODEL, input=[user("x"), reasoning, state.output[1]])
+    )
+    assert body["messages"][1]["content"][0] == {
+        "reasoningContent": {"redactedContent": base64.b64encode(b"secret-thoughts").decode()}
+    }
+    assert converse_problems("/model/m/converse", json.dumps(body).encode()) == []
+
+
+async def test_a_replayed_signature_that_does_not_match_is_refused_by_the_upstream() -> None:
+    script = ScriptedUpstream(demo=True)
+    adapter, client = _adapter(script)
+    forged = {
+        "type": "reasoning",
+        "content": [{"type": "reasoning_text", "text": "x"}],
+        "encrypted_content": SIGNATURE_PREFIX + "forged",
+    }
+    out, _ = _writer()
+    async with client:
+        with pytest.raises(UpstreamStatusError) as caught:
+            await adapter.call_llm(
+                ModelCall(model=MODEL, input=[user("x"), forged, user("y")]), out
+            )
+    assert caught.value.status_code == 400 and "signature" in caught.value.message
+
+
+async def test_a_wrong_signature_is_refused_by_botocores_signer() -> None:
+    script = ScriptedUpstream(demo=True)
+    transport = httpx.ASGITransport(app=create_fake_upstream_app(script))
+    source = StaticCredentials(Credentials(KEY[0], "not-the-secret", KEY[2]))
+    async with httpx.AsyncClient(transport=transport) as client:
+        adapter = BedrockAdapter(
+            client, "http://localhost", "us-east-1", auth=SigV4("us-east-1", source=source)
+        )
+        out, _ = _writer()
+        with pytest.raises(UpstreamStatusError) as caught:
+            await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert caught.value.status_code == 403 and "botocore" in caught.value.message
+
+
+async def test_throttling_is_a_429_the_sdk_retries() -> None:
+    script = ScriptedUpstream(Turn.http_error(429, "Too many requests, please wait."), demo=False)
+    adapter, client = _adapter(script)
+    out, _ = _writer()
+    async with client:
+        with pytest.raises(UpstreamStatusError) as caught:
+            await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    error = caught.value
+    assert (error.status_code, error.error_type, error.code) == (
+        429,
+        "rate_limit_error",
+        "rate_limit_exceeded",
+    )
+    assert error.message == "Too many requests, please wait."
+    assert error.headers["x-should-retry"] == "true"
+
+
+async def test_a_stream_exception_after_output_raises_its_message() -> None:
+    script = ScriptedUpstream(
+        Turn(
+            text="one two three",
+            error_event_after=2,
+            error_body={"error": {"message": "The model stopped unexpectedly."}},
+        ),
+        demo=False,
+    )
+    adapter, client = _adapter(script)
+    out, state = _writer()
+    async with client:
+        with pytest.raises(UpstreamStatusError) as caught:
+            await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert caught.value.message == "The model stopped unexpectedly."
+    assert caught.value.upstream_status == 502
+    assert state.output[0]["type"] == "message"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "Input is too long for requested model.",
+        "Model errors: prompt is too long: 210000 tokens > 200000 maximum",
+        "Model errors: input length and `max_tokens` exceed context limit",
+    ],
+)
+def test_context_window_errors_are_context_length_exceeded(message: str) -> None:
+    headers = {"x-amzn-errortype": "ValidationException:http://internal.amazon.com/coral/"}
+    error = bedrock_status_error(400, json.dumps({"message": message}), headers)
+    assert isinstance(as_context_length(error), ContextLengthExceeded)
+
+
+def test_other_validation_errors_pass_with_their_message() -> None:
+    headers = {"x-amzn-errortype": "ValidationException"}
+    error = bedrock_status_error(400, '{"message": "temperature: bad"}', headers)
+    assert (error.status_code, error.message) == (400, "temperature: bad")
+    assert not isinstance(as_context_length(error), ContextLengthExceeded)
+    assert (
+        bedrock_status_error(
+            424, '{"message": "m"}', {"x-amzn-errortype": "ModelErrorException"}
+        ).status_code
+        == 502
+    )
+
+
+def test_converse_usage_counts_cache_reads_and_writes_as_input() -> None:
+    usage = converse_usage(
+        {
+            "inputTokens": 5,
+            "outputTokens": 2,
+            "cacheReadInputTokens": 100,
+            "cacheWriteInputTokens": 50,
+        }
+    )
+    assert usage["input_tokens"] == 155 and usage["input_tokens_details"]["cached_tokens"] == 100
+    assert usage["total_tokens"] == 157
+
+
+async def test_malformed_tool_use_is_a_model_output_error() -> None:
+    from responses_gateway.adapters.bedrock import _ConverseStream
+
+    out, _ = _writer()
+    stream = _ConverseStream(out)
+    with pytest.raises(ModelOutputError):
+        stream.feed("messageStop", {"stopReason": "malformed_tool_use"})
+
+
+# --- the framing -----------------------------------------------------------------------------
+
+
+def _base64(value: Any) -> Any:
+    """botocore's parse with its blobs (bytes) back in their JSON form."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, list):
+        return [_base64(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _base64(v) for k, v in value.items()}
+    return value
+
+
+def test_every_scripted_stream_decodes_the_same_with_botocore_and_with_ours() -> None:
+    from responses_gateway.testing.bedrock import _frame
+
+    turn = Turn(
+        reasoning="r",
+        text="hello there",
+        encrypted_content="x",
+        tool_calls=[ToolCall("f", '{"a": [1, 2]}', "t1")],
+        chunk_size=2,
+    )
+    script = ScriptedUpstream(demo=False)
+    events = list(event_frames(script, turn, {"messages": []}))
+    data = b"".join(_frame(name, event) for name, event in events)
+    assert _base64(botocore_events(data)) == [{name: event} for name, event in events]
+    decoder = EventStreamDecoder()
+    ours = [m for i in range(0, len(data), 7) for m in decoder.feed(data[i : i + 7])]
+    assert [(m.event_type, json.loads(m.payload)) for m in ours] == events
+    assert decoder.pending == 0
+
+
+def test_a_corrupted_frame_is_a_protocol_error() -> None:
+    from responses_gateway.testing.bedrock import _frame
+
+    frame = bytearray(_frame("messageStart", {"role": "assistant"}))
+    frame[-6] ^= 0xFF
+    with pytest.raises(UpstreamProtocolError):
+        EventStreamDecoder().feed(bytes(frame))
