@@ -12,6 +12,7 @@ import httpx
 import openai
 import pytest
 
+from responses_gateway.testing.bedrock import as_chat
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
 from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.stream_check import check_stream, parse_sse
@@ -59,7 +60,8 @@ def _offered(request: RecordedRequest) -> list[str]:
     """The names of the tools a model call offered."""
     if request.prompt is not None:  # harmony: declared in the developer message
         return re.findall(r"^type (\w+) = ", request.prompt, re.MULTILINE)
-    return [t.get("name") or t["function"]["name"] for t in request.json.get("tools") or []]
+    body = as_chat(request)  # Bedrock's Converse: as chat
+    return [t.get("name") or t["function"]["name"] for t in body.get("tools") or []]
 
 
 def test_single_mcp_call_runs_and_the_model_answers(
@@ -101,7 +103,7 @@ def test_single_mcp_call_runs_and_the_model_answers(
             "<|start|>assistant"
         )
     else:
-        last = second.json.get("messages") or second.json.get("input")
+        last = as_chat(second).get("messages") or second.json.get("input")
         assert "5.0" in json.dumps(last[-1])
 
 

@@ -56,7 +56,12 @@ import httpx
 from responses_gateway.adapters.aws_auth import SigV4
 from responses_gateway.adapters.base import ModelCall
 from responses_gateway.adapters.eventstream import EventMessage, EventStreamDecoder
-from responses_gateway.adapters.wire import Streaming, clean_surrogates, passed_headers
+from responses_gateway.adapters.wire import (
+    Streaming,
+    clean_surrogates,
+    finish_reading,
+    passed_headers,
+)
 from responses_gateway.errors import (
     InvalidRequestError,
     ModelOutputError,
@@ -416,8 +421,11 @@ ERROR_STATUS: dict[str, int] = {
     "ModelNotReadyException": 503,
     "ServiceUnavailableException": 503,
 }
-"""The status each AWS error type is, for the gateway (a model's own failure, which AWS answers
-424, is a 502 the router may retry elsewhere)."""
+"""The status of each AWS error type, for an error that came without one (an exception in the
+stream); an HTTP error keeps its own status, except those in :data:`_MODEL_FAULTS`."""
+_MODEL_FAULTS = frozenset({"ModelErrorException", "ModelStreamErrorException"})
+"""A model's own failure, which AWS answers 424: a 502 here, which the router may retry elsewhere
+(a 4xx would be the client's fault)."""
 
 _CODES = {429: "rate_limit_exceeded", 404: "model_not_found"}
 _CONTEXT = re.compile(
@@ -751,16 +759,20 @@ class BedrockAdapter:
         try:
             response = await self._client.send(request, auth=self._auth, stream=True)
         except httpx.TimeoutException as exc:
-            raise UpstreamTransportError(f"Bedrock timed out: {type(exc).__name__}") from exc
+            raise UpstreamTransportError(
+                f"The upstream model timed out: {type(exc).__name__}"
+            ) from exc
         except httpx.TransportError as exc:
             raise UpstreamTransportError(
-                f"Bedrock could not be reached: {type(exc).__name__}"
+                f"The upstream model could not be reached: {type(exc).__name__}"
             ) from exc
         try:
             await self._read(response, stream, streamed, out)
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            what = "timed out" if isinstance(exc, httpx.TimeoutException) else "dropped the stream"
-            raise UpstreamTransportError(f"Bedrock {what}: {type(exc).__name__}") from exc
+            what = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
+            raise UpstreamTransportError(
+                f"The upstream model connection {what} mid-stream: {type(exc).__name__}"
+            ) from exc
         finally:
             await response.aclose()
         return stream.result()
@@ -783,11 +795,13 @@ class BedrockAdapter:
                 stream.feed(name, event)
             return
         decoder = EventStreamDecoder()
-        async for chunk in response.aiter_bytes():
+        chunks = response.aiter_bytes()
+        async for chunk in chunks:
             for message in decoder.feed(chunk):
                 name, event = _event(message)
                 stream.feed(name, event)
             if stream.done:
+                await finish_reading(chunks)  # so the connection is reused
                 break
         if not stream.stopped:
             raise UpstreamTransportError("Bedrock ended the stream before the model stopped.")

@@ -32,10 +32,11 @@ from responses_gateway.testing.aws_oracle import (
     operation_of,
     signature_problem,
 )
-from responses_gateway.testing.script import ScriptedUpstream, Turn
+from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, Turn
 
 __all__ = [
     "TEST_CREDENTIALS",
+    "as_chat",
     "bedrock_route",
     "chat_view",
     "event_frames",
@@ -48,6 +49,7 @@ session token): the dummy ones the gateway signs with on loopback when it has no
 
 _ERROR_TYPES = {
     400: "ValidationException",
+    401: "UnrecognizedClientException",
     403: "AccessDeniedException",
     404: "ResourceNotFoundException",
     408: "ModelTimeoutException",
@@ -110,7 +112,7 @@ def chat_view(body: dict[str, Any], model: str) -> dict[str, Any]:
                     "type": "function",
                     "function": {
                         "name": b["toolUse"]["name"],
-                        "arguments": json.dumps(b["toolUse"]["input"]),
+                        "arguments": json.dumps(b["toolUse"]["input"], separators=(",", ":")),
                     },
                 }
                 for b in blocks
@@ -156,6 +158,13 @@ def chat_view(body: dict[str, Any], model: str) -> dict[str, Any]:
     if "maxTokens" in (body.get("inferenceConfig") or {}):
         view["max_tokens"] = body["inferenceConfig"]["maxTokens"]
     return view
+
+
+def as_chat(request: RecordedRequest) -> dict[str, Any]:
+    """A recorded request's body; a Converse one as the chat request it amounts to (tests that
+    check a transcript on several wires compare Bedrock's with chat's expectation)."""
+    found = operation_of(request.path)
+    return request.json if found is None else chat_view(request.json, found[1])
 
 
 def _bad_signatures(body: dict[str, Any]) -> str | None:
