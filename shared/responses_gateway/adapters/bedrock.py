@@ -36,7 +36,9 @@ into ``encrypted_content``). ``max_tokens`` and ``model_context_window_exceeded`
 answer is a :class:`~responses_gateway.errors.ModelOutputError`. Usage counts cache reads and
 writes into ``input_tokens`` (OpenAI counts cached tokens as input), cache reads as
 ``cached_tokens``. Errors map by AWS error type (:data:`ERROR_STATUS`); a context-window error is
-``context_length_exceeded``; throttling is a 429 the SDK retries and the router cools down on.
+``context_length_exceeded`` (Bedrock's wordings are in
+:data:`~responses_gateway.context.errors.CONTEXT_LENGTH_WORDINGS`); throttling is a 429 the SDK
+retries and the router cools down on.
 """
 
 from __future__ import annotations
@@ -428,12 +430,6 @@ _MODEL_FAULTS = frozenset({"ModelErrorException", "ModelStreamErrorException"})
 (a 4xx would be the client's fault)."""
 
 _CODES = {429: "rate_limit_exceeded", 404: "model_not_found"}
-_CONTEXT = re.compile(
-    r"input is too long|too many input tokens|prompt is too long|exceeds? (the )?context|"
-    r"context (window|limit|length)|maximum context length|input length and `?max_tokens`? exceed",
-    re.I,
-)
-"""Bedrock's wordings of a context-window error (its models word it their own way)."""
 
 
 def _error_type(raw: str) -> str:
@@ -449,8 +445,6 @@ def _exception_name(name: str) -> str:
 def _aws_error(kind: str, message: str, raw: str, status: int | None = None) -> UpstreamStatusError:
     status = ERROR_STATUS.get(kind) or status or 502
     code = _CODES.get(status)
-    if status == 400 and _CONTEXT.search(message):
-        code = "context_length_exceeded"
     error = UpstreamStatusError(
         status, message or f"Bedrock answered {kind or status}.", code=code, body=raw
     )

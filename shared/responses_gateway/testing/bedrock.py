@@ -185,6 +185,16 @@ def _aws_error(status: int, message: str, headers: Mapping[str, str] | None = No
     return JSONResponse({"message": message}, status_code=status, headers=answer)
 
 
+def _message_of(turn: Turn) -> str:
+    """The message of a scripted error, whichever server's body shape it was scripted in."""
+    body = turn.error_body or {}
+    inner = body.get("error")
+    for found in (inner.get("message") if isinstance(inner, dict) else inner, body.get("message")):
+        if isinstance(found, str) and found:
+            return found
+    return str(turn.error_object().get("message") or "Scripted upstream error.")
+
+
 def _words(value: Any) -> int:
     if isinstance(value, str):
         return len(value.split())
@@ -391,8 +401,7 @@ def bedrock_route(script: ScriptedUpstream) -> Any:
         if turn is None:
             return _aws_error(500, "The scripted Bedrock upstream's script is exhausted.")
         if turn.status != 200:
-            message = str(turn.error_object().get("message") or "Scripted upstream error.")
-            return _aws_error(turn.status, message, turn.headers)
+            return _aws_error(turn.status, _message_of(turn), turn.headers)
         if operation == "ConverseStream":
             return _stream(script, turn, body)
         return _answer(script, turn, body)
