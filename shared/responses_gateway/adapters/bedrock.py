@@ -27,8 +27,12 @@ runtime's own credentials, or a Bedrock API key as a bearer token), sends it, de
   leaves the tools out unless the transcript has tool blocks (Converse then requires them: the
   model is not forced). ``parallel_tool_calls: false`` is applied here: tool calls after the
   first are not reported. ``max_output_tokens``, ``temperature``, ``top_p`` go to
-  ``inferenceConfig``; a ``json_schema`` ``text.format`` to ``outputConfig``. The provider's
-  ``additional_model_request_fields`` (e.g. a thinking budget) are sent as they are.
+  ``inferenceConfig``; a ``json_schema`` ``text.format`` to ``outputConfig`` (``json_object`` as
+  the schema of any object); ``reasoning.effort`` to the model family's own field in
+  ``additionalModelRequestFields`` (Anthropic: a thinking budget, with ``maxTokens`` above it;
+  Amazon Nova: ``reasoningConfig``; others: ``reasoning_effort``), under the provider's own
+  ``additional_model_request_fields``, which win; ``user`` to ``requestMetadata``;
+  ``service_tier`` default, flex and priority to ``serviceTier``.
 
 Answers: text, tool calls (arguments streamed), reasoning (signature or redacted content sealed
 into ``encrypted_content``). ``max_tokens`` and ``model_context_window_exceeded`` stop as
@@ -363,14 +367,54 @@ def _inference(params: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+_ANY_OBJECT = {"type": "json_schema", "name": "json_object", "schema": {"type": "object"}}
+"""A ``json_object`` format as the schema it amounts to (Converse has only JSON schemas)."""
+
+
 def _output_config(params: dict[str, Any]) -> dict[str, Any] | None:
     fmt = (params.get("text") or {}).get("format") or {}
+    if fmt.get("type") == "json_object":
+        fmt = _ANY_OBJECT
     if fmt.get("type") != "json_schema":
         return None
     schema: dict[str, Any] = {"schema": json.dumps(fmt.get("schema") or {}), "name": fmt["name"]}
     if isinstance(fmt.get("description"), str):
         schema["description"] = fmt["description"]
     return {"textFormat": {"type": "json_schema", "structure": {"jsonSchema": schema}}}
+
+
+_THINKING_BUDGET = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
+"""Anthropic's thinking budget (tokens) for each reasoning effort."""
+_NOVA_EFFORT = {"minimal": "low", "low": "low", "medium": "medium", "high": "high"}
+_NOVA_EFFORT["xhigh"] = "high"
+_ANSWER_ROOM = 8192
+"""Tokens left for the answer above a thinking budget when the client set no limit."""
+
+
+def _effort_fields(model: str, effort: Any, inference: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning effort as the model family's own request field (``inference`` may grow a
+    ``maxTokens``: Anthropic's models need it above the thinking budget)."""
+    if not isinstance(effort, str) or effort == "none":
+        return {}
+    family = model.lower()
+    if "anthropic" in family or "claude" in family:
+        budget = _THINKING_BUDGET.get(effort, _THINKING_BUDGET["medium"])
+        limit = inference.get("maxTokens")
+        if isinstance(limit, int) and limit <= budget:
+            budget = limit - 1
+            if budget < _THINKING_BUDGET["minimal"]:
+                return {}  # no room to think within the client's limit
+        elif limit is None:
+            inference["maxTokens"] = budget + _ANSWER_ROOM
+        return {"thinking": {"type": "enabled", "budget_tokens": budget}}
+    if "nova" in family:
+        level = _NOVA_EFFORT.get(effort, "medium")
+        return {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": level}}
+    return {"reasoning_effort": effort}
+
+
+_METADATA_VALUE = re.compile(r"[^a-zA-Z0-9\s:_@$#=/+,.-]")
+_TIERS = frozenset({"default", "flex", "priority"})
 
 
 def to_converse_request(
@@ -390,6 +434,9 @@ def to_converse_request(
     if conversation.system:
         body["system"] = conversation.system
     inference = _inference(call.params)
+    effort = _effort_fields(
+        call.model, (call.params.get("reasoning") or {}).get("effort"), inference
+    )
     if inference:
         body["inferenceConfig"] = inference
     functions = [t for t in call.tools if t.get("type", "function") == "function"]
@@ -402,8 +449,14 @@ def to_converse_request(
     output = _output_config(call.params)
     if output is not None:
         body["outputConfig"] = output
-    if options.additional_model_request_fields:
-        body["additionalModelRequestFields"] = dict(options.additional_model_request_fields)
+    extra = {**effort, **options.additional_model_request_fields}
+    if extra:
+        body["additionalModelRequestFields"] = extra
+    user = call.params.get("user")
+    if isinstance(user, str) and user:
+        body["requestMetadata"] = {"user": _METADATA_VALUE.sub("_", user)[:256]}
+    if call.params.get("service_tier") in _TIERS:
+        body["serviceTier"] = {"type": call.params["service_tier"]}
     return body
 
 

@@ -37,6 +37,7 @@ from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, 
 __all__ = [
     "TEST_CREDENTIALS",
     "as_chat",
+    "converse_params",
     "bedrock_route",
     "chat_view",
     "event_frames",
@@ -158,6 +159,13 @@ def chat_view(body: dict[str, Any], model: str) -> dict[str, Any]:
     if "maxTokens" in (body.get("inferenceConfig") or {}):
         view["max_tokens"] = body["inferenceConfig"]["maxTokens"]
     return view
+
+
+def converse_params(request: RecordedRequest) -> dict[str, Any]:
+    """A recorded request's payload; a Converse one as its operation's parameters (``modelId``
+    from the path, then the body), as botocore's ``converse(**params)`` takes them."""
+    found = operation_of(request.path)
+    return request.json if found is None else {"modelId": found[1], **request.json}
 
 
 def as_chat(request: RecordedRequest) -> dict[str, Any]:
