@@ -58,6 +58,18 @@ MODELS = {
 }
 """The model name that routes to each wire format (Bedrock's: the Converse API, SigV4-signed)."""
 CHAT_REPLAY_MODEL = "scripted-chat-replay"
+
+
+def wire_provider(wire: str, model: str, upstream_url: str, **extra: Any) -> dict[str, Any]:
+    """One provider serving ``model`` on ``wire`` from the scripted upstream at ``upstream_url``
+    (Bedrock's: signed with the runtime's credentials, at the root, not ``/v1``)."""
+    if wire == "bedrock":
+        where = {"base_url": upstream_url, "aws_region": "us-east-1"}
+    else:
+        where = {"base_url": f"{upstream_url}/v1"}
+    return {"name": wire, **where, "api": wire, "models": [model], **extra}
+
+
 """A chat provider with ``send_reasoning_content`` and ``send_verbosity`` on."""
 
 
