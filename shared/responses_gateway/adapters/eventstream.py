@@ -12,7 +12,6 @@ means (:mod:`responses_gateway.adapters.bedrock` does).
 from __future__ import annotations
 
 import struct
-import uuid
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,7 +77,9 @@ def _headers(raw: bytes) -> dict[str, Any]:
                     raise _fail("a header value is cut short")
                 value = data.decode("utf-8") if kind == 7 else bytes(data)
                 at += 2 + length
-            elif kind == 9:
+            elif kind == 9:  # a uuid (AWS sends none in Bedrock's streams: imported when seen)
+                import uuid
+
                 value = str(uuid.UUID(bytes=bytes(raw[at : at + 16])))
                 at += 16
             else:
