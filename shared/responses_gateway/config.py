@@ -4,7 +4,8 @@ Owns the gateway's configuration: which upstream providers exist, how to reach t
 model names go to which provider. Two sources, read once at startup:
 
 - one provider from environment variables (``UPSTREAM_BASE_URL``, ``UPSTREAM_API_KEY``,
-  ``UPSTREAM_API``), which takes every model name;
+  ``UPSTREAM_API``), which takes every model name, and a Bedrock provider for the model ids in
+  ``BEDROCK_MODELS`` (signed with the runtime's own AWS credentials, in ``AWS_REGION``);
 - several providers from a TOML or JSON file named by ``GATEWAY_CONFIG``, each with exact
   ``models`` and/or ``prefixes`` (``strip_prefix`` removes the matched prefix before the name is
   sent upstream) and at most one ``default`` catch-all.
@@ -56,6 +57,7 @@ from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budg
 from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 
 __all__ = [
+    "BEDROCK_MODELS_ENV",
     "ApiMode",
     "ConfigError",
     "ENFORCE_BUDGETS_ENV",
@@ -589,32 +591,39 @@ def parse_config_data(
         raise ConfigError(f"{source}: {exc}") from None
 
 
+BEDROCK_MODELS_ENV = "BEDROCK_MODELS"
+"""Bedrock model and inference profile ids (comma separated) served without a configuration
+file by a ``bedrock`` provider in ``AWS_REGION`` (the template's ``BedrockModels``)."""
+
+
 def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
-    """The configuration from ``GATEWAY_CONFIG`` or ``UPSTREAM_*``; None when neither is set."""
+    """The configuration from ``GATEWAY_CONFIG``, or from ``UPSTREAM_*`` and ``BEDROCK_MODELS``;
+    None when none is set."""
     env = os.environ if env is None else env
     path = env.get("GATEWAY_CONFIG")
     if path:
         text = Path(path).read_text(encoding="utf-8")
         return parse_config_text(text, path, env)
     base_url = env.get("UPSTREAM_BASE_URL")
-    if not base_url:
+    providers: list[dict[str, Any]] = []
+    if base_url:
+        providers.append(
+            {
+                "name": "upstream",
+                "base_url": base_url,
+                "api_key": env.get("UPSTREAM_API_KEY") or None,
+                "api": env.get("UPSTREAM_API", "auto") or "auto",
+                "hosted_tools": env.get("UPSTREAM_HOSTED_TOOLS", "omit") or "omit",
+                "streaming": env.get("UPSTREAM_STREAMING", "auto") or "auto",
+                "default": True,
+            }
+        )
+    bedrock = [m.strip() for m in env.get(BEDROCK_MODELS_ENV, "").split(",") if m.strip()]
+    if bedrock:  # the template's BedrockModels: served in this region, signed by the role
+        providers.append({"name": "bedrock", "api": "bedrock", "models": bedrock})
+    if not providers:
         return None
-    return parse_config(
-        {
-            "providers": [
-                {
-                    "name": "upstream",
-                    "base_url": base_url,
-                    "api_key": env.get("UPSTREAM_API_KEY") or None,
-                    "api": env.get("UPSTREAM_API", "auto") or "auto",
-                    "hosted_tools": env.get("UPSTREAM_HOSTED_TOOLS", "omit") or "omit",
-                    "streaming": env.get("UPSTREAM_STREAMING", "auto") or "auto",
-                    "default": True,
-                }
-            ]
-        },
-        env,
-    )
+    return parse_config({"providers": providers}, env)
 
 
 # --------------------------------------------------------------------------- operator MCP servers

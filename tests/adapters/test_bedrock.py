@@ -26,19 +26,26 @@ from responses_gateway.adapters.bedrock import (
     to_converse_request,
 )
 from responses_gateway.adapters.eventstream import EventStreamDecoder
+from responses_gateway.adapters.select import make_adapter
+from responses_gateway.config import parse_config
 from responses_gateway.context.errors import ContextLengthExceeded, as_context_length
 from responses_gateway.errors import (
     InvalidRequestError,
     ModelOutputError,
+    UpstreamError,
     UpstreamProtocolError,
     UpstreamStatusError,
 )
 from responses_gateway.loop.events import LoopEvent
 from responses_gateway.loop.output import OutputWriter
 from responses_gateway.loop.state import LoopState
-from responses_gateway.store._credentials import StaticCredentials
+from responses_gateway.store._credentials import NoCredentialsError, StaticCredentials
 from responses_gateway.store._sigv4 import Credentials
-from responses_gateway.testing.aws_oracle import botocore_events, converse_problems
+from responses_gateway.testing.aws_oracle import (
+    botocore_events,
+    converse_problems,
+    signature_problem,
+)
 from responses_gateway.testing.bedrock import TEST_CREDENTIALS, event_frames, signature_of
 from responses_gateway.testing.fake_upstream import create_fake_upstream_app
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn, Usage
@@ -576,3 +583,115 @@ def test_a_corrupted_frame_is_a_protocol_error() -> None:
     frame[-6] ^= 0xFF
     with pytest.raises(UpstreamProtocolError):
         EventStreamDecoder().feed(bytes(frame))
+
+
+# --- signing other wires ---------------------------------------------------------------------
+
+
+async def test_a_chat_provider_with_aws_sigv4_is_signed_as_botocore_signs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Bedrock's OpenAI-compatible endpoint: the chat wire, signed with the environment's role."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", KEY[1])
+    monkeypatch.setenv("AWS_SESSION_TOKEN", KEY[2])
+    monkeypatch.delenv("AWS_CREDENTIAL_EXPIRATION", raising=False)
+    url = "https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1"
+    raw = {"name": "oss", "base_url": url, "api": "chat", "aws_sigv4": True}
+    (provider,) = parse_config({"providers": [raw]}, {}).providers
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        chunk = {"choices": [{"index": 0, "delta": {"content": "hi"}, "finish_reason": "stop"}]}
+        body = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        adapter = make_adapter(provider, client)
+        out, state = _writer()
+        await adapter.call_llm(ModelCall(model="openai.gpt-oss-120b-1:0", input=[user("x")]), out)
+    (request,) = sent
+    assert request.url.path == "/openai/v1/chat/completions"
+    assert "/us-west-2/bedrock/aws4_request" in request.headers["authorization"]
+    credentials = {KEY[0]: (KEY[1], KEY[2])}
+    problem = signature_problem(
+        "POST", str(request.url), dict(request.headers), request.content, credentials
+    )
+    assert problem is None
+    assert state.output[0]["content"][0]["text"] == "hi"
+
+
+async def test_signing_without_any_credentials_is_a_502_naming_the_cause() -> None:
+    class Nothing:
+        async def get(self) -> Credentials:
+            raise NoCredentialsError("Unable to locate credentials")
+
+    request = httpx.Request(
+        "POST", "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse"
+    )
+    with pytest.raises(UpstreamError) as caught:
+        await SigV4("us-east-1", source=Nothing()).sign(request)
+    assert caught.value.status_code == 502 and "No AWS credentials" in caught.value.message
+
+
+def test_make_adapter_speaks_converse_to_a_bedrock_provider() -> None:
+    raw = {"name": "br", "api": "bedrock", "aws_region": "us-east-1", "models": [MODEL]}
+    (provider,) = parse_config({"providers": [raw]}, {}).providers
+    adapter = make_adapter(provider, httpx.AsyncClient())
+    assert adapter.wire == "bedrock"
+
+
+@pytest.mark.parametrize(
+    ("model", "params", "fields", "max_tokens"),
+    [
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", {"effort": "low"},
+         {"thinking": {"type": "enabled", "budget_tokens": 2048}}, 2048 + 8192),
+        ("anthropic.claude-3-7-sonnet-20250219-v1:0", {"effort": "high", "max": 5000},
+         {"thinking": {"type": "enabled", "budget_tokens": 4999}}, 5000),
+        ("anthropic.claude-3-7-sonnet-20250219-v1:0", {"effort": "high", "max": 500}, None, 500),
+        ("us.amazon.nova-2-lite-v1:0", {"effort": "minimal"},
+         {"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "low"}}, None),
+        ("openai.gpt-oss-120b-1:0", {"effort": "medium"}, {"reasoning_effort": "medium"}, None),
+        ("openai.gpt-oss-120b-1:0", {"effort": "none"}, None, None),
+    ],
+)  # fmt: skip
+def test_reasoning_effort_is_the_model_familys_own_field(
+    model: str, params: dict[str, Any], fields: Any, max_tokens: int | None
+) -> None:
+    sent: dict[str, Any] = {"reasoning": {"effort": params["effort"]}}
+    if "max" in params:
+        sent["max_output_tokens"] = params["max"]
+    body = to_converse_request(ModelCall(model=model, input=[user("x")], params=sent))
+    assert body.get("additionalModelRequestFields") == fields
+    assert body.get("inferenceConfig", {}).get("maxTokens") == max_tokens
+    assert converse_problems("/model/m/converse", json.dumps(body).encode()) == []
+
+
+def test_the_providers_own_fields_win_over_the_effort() -> None:
+    call = ModelCall(
+        model="openai.gpt-oss-20b-1:0", input=[user("x")], params={"reasoning": {"effort": "high"}}
+    )
+    options = BedrockOptions({"reasoning_effort": "low", "top_k": 5})
+    fields = to_converse_request(call, options)["additionalModelRequestFields"]
+    assert fields == {"reasoning_effort": "low", "top_k": 5}
+
+
+def test_user_service_tier_and_json_object_are_sent_in_converses_terms() -> None:
+    params = {
+        "user": "ada@example.com; drop",
+        "service_tier": "flex",
+        "text": {"format": {"type": "json_object"}},
+    }
+    body = to_converse_request(ModelCall(model=MODEL, input=[user("x")], params=params))
+    assert body["requestMetadata"] == {"user": "ada@example.com_ drop"}
+    assert body["serviceTier"] == {"type": "flex"}
+    assert body["outputConfig"]["textFormat"]["structure"]["jsonSchema"] == {
+        "schema": '{"type": "object"}',
+        "name": "json_object",
+    }
+    assert converse_problems("/model/m/converse", json.dumps(body).encode()) == []
+    auto = to_converse_request(
+        ModelCall(model=MODEL, input=[user("x")], params={"service_tier": "auto"})
+    )
+    assert "serviceTier" not in auto

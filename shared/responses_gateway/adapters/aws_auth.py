@@ -23,7 +23,13 @@ from urllib.parse import quote
 
 import httpx
 
-from responses_gateway.store._credentials import CredentialSource, credential_source, is_loopback
+from responses_gateway.errors import UpstreamError
+from responses_gateway.store._credentials import (
+    CredentialSource,
+    NoCredentialsError,
+    credential_source,
+    is_loopback,
+)
 from responses_gateway.store._sigv4 import Signer, amz_date, payload_hash
 
 __all__ = ["SIGNED_HEADERS", "SigV4", "canonical_query", "canonical_uri"]
@@ -92,8 +98,18 @@ class SigV4(httpx.Auth):
         yield request
 
     async def sign(self, request: httpx.Request) -> None:
-        """Add ``X-Amz-Date``, ``X-Amz-Security-Token`` and ``Authorization`` to ``request``."""
-        credentials = await self._credentials(request.url.host).get()
+        """Add ``X-Amz-Date``, ``X-Amz-Security-Token`` and ``Authorization`` to ``request``.
+
+        Raises:
+            UpstreamError: the runtime has no AWS credentials (a 502: the deployment's fault).
+        """
+        try:
+            credentials = await self._credentials(request.url.host).get()
+        except NoCredentialsError:
+            raise UpstreamError(
+                "No AWS credentials were found to sign the model call with (environment, "
+                "profile, container or instance role)."
+            ) from None
         path, _, query = request.url.raw_path.decode("ascii").partition("?")
         headers = {"host": request.headers.get("host") or request.url.netloc.decode("ascii")}
         if "content-type" in request.headers:
