@@ -352,7 +352,7 @@ async def test_stream_text_reasoning_and_tool_calls_become_items_and_botocore_si
     assert result.stop == "stop"
     assert result.usage == {
         "input_tokens": 30,
-        "input_tokens_details": {"cached_tokens": 10},
+        "input_tokens_details": {"cached_tokens": 10, "cache_write_tokens": 0},
         "output_tokens": 12,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": 42,

@@ -39,7 +39,8 @@ into ``encrypted_content``). ``max_tokens`` and ``model_context_window_exceeded`
 ``length``, ``guardrail_intervened`` and ``content_filtered`` as ``content_filter``; a malformed
 answer is a :class:`~responses_gateway.errors.ModelOutputError`. Usage counts cache reads and
 writes into ``input_tokens`` (OpenAI counts cached tokens as input), cache reads as
-``cached_tokens``. Errors map by AWS error type (:data:`ERROR_STATUS`); a context-window error is
+``cached_tokens``, cache writes as ``cache_write_tokens`` (priced apart). Errors map by AWS
+error type (:data:`ERROR_STATUS`); a context-window error is
 ``context_length_exceeded`` (Bedrock's wordings are in
 :data:`~responses_gateway.context.errors.CONTEXT_LENGTH_WORDINGS`); throttling is a 429 the SDK
 retries and the router cools down on.
@@ -541,7 +542,7 @@ def converse_usage(raw: dict[str, Any]) -> dict[str, Any]:
     output_tokens = _int(raw.get("outputTokens"))
     return {
         "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": read},
+        "input_tokens_details": {"cached_tokens": read, "cache_write_tokens": write},
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": 0},
         "total_tokens": input_tokens + output_tokens,

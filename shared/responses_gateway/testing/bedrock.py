@@ -215,13 +215,14 @@ def _words(value: Any) -> int:
 
 def _usage(body: dict[str, Any], turn: Turn) -> dict[str, int]:
     if turn.usage is not None:
-        cached = turn.usage.cached_tokens
-        fresh = turn.usage.input_tokens - cached
+        cached, written = turn.usage.cached_tokens, turn.usage.cache_write_tokens
+        fresh = turn.usage.input_tokens - cached - written
         output = turn.usage.output_tokens
         usage = {"inputTokens": fresh, "outputTokens": output, "totalTokens": fresh + output}
-        if cached:
-            usage["cacheReadInputTokens"] = cached
-            usage["totalTokens"] += cached
+        for key, count in (("cacheReadInputTokens", cached), ("cacheWriteInputTokens", written)):
+            if count:
+                usage[key] = count
+                usage["totalTokens"] += count
         return usage
     prompt = _words(body.get("messages")) + _words(body.get("system"))
     output = _words(turn.text) + _words(turn.reasoning)
