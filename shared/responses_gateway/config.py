@@ -130,6 +130,9 @@ class Provider:
     """Sign every call with SigV4 and the runtime's own credentials (always on for ``bedrock``
     unless an ``api_key`` is set; on the chat and responses wires for Bedrock's OpenAI-compatible
     endpoints)."""
+    aws_service: str = "bedrock"
+    """The SigV4 signing name (``bedrock`` for Bedrock's runtime endpoint and its
+    OpenAI-compatible ``/openai/v1``; another endpoint may sign under its own)."""
     additional_model_request_fields: Mapping[str, Any] = field(default_factory=dict)
     """Bedrock wire: sent as ``additionalModelRequestFields`` (model-specific fields such as a
     thinking budget)."""
@@ -350,7 +353,7 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
     )
 
 
-_AWS_KEYS = ("aws_region", "aws_sigv4", "additional_model_request_fields")
+_AWS_KEYS = ("aws_region", "aws_sigv4", "aws_service", "additional_model_request_fields")
 """The provider keys of Amazon Bedrock (``docs/bedrock.md``)."""
 _REGION_HOST = re.compile(r"^bedrock[a-z-]*\.([a-z]{2}(?:-[a-z]+)+-\d+)\.")
 
@@ -376,6 +379,9 @@ def _aws(raw: Mapping[str, Any], env: Mapping[str, str], name: str, api: Any) ->
             raise ConfigError(f"provider {name!r}: api 'bedrock' needs aws_region (or AWS_REGION)")
     elif sigv4 and not region:
         region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None
+    service = raw.get("aws_service", "bedrock")
+    if not isinstance(service, str) or not re.fullmatch(r"[a-z0-9-]{1,64}", service):
+        raise ConfigError(f"provider {name!r}: aws_service must be a signing name (bedrock)")
     fields = raw.get("additional_model_request_fields")
     if fields is not None and (api != "bedrock" or not isinstance(fields, dict)):
         raise ConfigError(
@@ -385,6 +391,7 @@ def _aws(raw: Mapping[str, Any], env: Mapping[str, str], name: str, api: Any) ->
     return {
         "aws_region": region,
         "aws_sigv4": sigv4,
+        "aws_service": service,
         "additional_model_request_fields": dict(fields or {}),
     }
 

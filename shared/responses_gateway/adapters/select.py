@@ -135,7 +135,7 @@ def _signing(provider: Provider) -> httpx.Auth | None:
         return None
     from responses_gateway.adapters.aws_auth import SigV4
 
-    return SigV4(provider.aws_region)
+    return SigV4(provider.aws_region, provider.aws_service)
 
 
 def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeLatch) -> Adapter:
