@@ -2,35 +2,40 @@
 
 Owns :data:`BEDROCK_PRICES` (US dollars per million tokens, US East (N. Virginia) on-demand,
 standard tier, as AWS's pricing page listed them in late 2025: input, cache read, cache write,
-output) and :func:`bedrock_price`, which finds a model id's price whatever inference profile it
-is called through (``us.``, ``eu.``, ``apac.``, ``global.``... prefixes; the same model bills at
-its own price). The operator's ``prices`` win over these (see
-:class:`~responses_gateway.usage.pricing.PriceTable`): other regions, other tiers and newer
-prices are configured there. Nothing here reads files or the network.
+output) and :func:`listed_model`, which finds the listed model an id names, whatever inference
+profile it is called through (``us.``, ``eu.``, ``apac.``, ``global.``... prefixes; the same
+model bills at its own price). :class:`~responses_gateway.usage.pricing.PriceTable` turns them
+into prices, under the operator's ``prices``, which win (other regions, other tiers and newer
+prices are configured there). Nothing here reads files or the network.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import NamedTuple
 
-from responses_gateway.usage.pricing import Price
-
-__all__ = ["BEDROCK_PRICES", "bedrock_price"]
+__all__ = ["BEDROCK_PRICES", "ListPrice", "listed_model"]
 
 
-def _price(input_: str, cache_read: str, cache_write: str | None, output: str) -> Price:
-    return Price(
-        input=Decimal(input_),
-        output=Decimal(output),
-        cached_input=Decimal(cache_read),
-        cache_write_input=Decimal(cache_write) if cache_write is not None else None,
-    )
+class ListPrice(NamedTuple):
+    """US dollars per million tokens."""
+
+    input: Decimal
+    cache_read: Decimal
+    cache_write: Decimal | None
+    """None: no cache-write charge (the input price)."""
+    output: Decimal
+
+
+def _price(input_: str, cache_read: str, cache_write: str | None, output: str) -> ListPrice:
+    written = Decimal(cache_write) if cache_write is not None else None
+    return ListPrice(Decimal(input_), Decimal(cache_read), written, Decimal(output))
 
 
 _SONNET = _price("3", "0.30", "3.75", "15")
 _OPUS = _price("15", "1.50", "18.75", "75")
 
-BEDROCK_PRICES: dict[str, Price] = {
+BEDROCK_PRICES: dict[str, ListPrice] = {
     "anthropic.claude-sonnet-4-5-20250929-v1:0": _SONNET,
     "anthropic.claude-sonnet-4-20250514-v1:0": _SONNET,
     "anthropic.claude-3-7-sonnet-20250219-v1:0": _SONNET,
@@ -44,17 +49,16 @@ BEDROCK_PRICES: dict[str, Price] = {
     "openai.gpt-oss-120b-1:0": _price("0.15", "0.15", None, "0.60"),
     "openai.gpt-oss-20b-1:0": _price("0.07", "0.07", None, "0.30"),
 }
-"""Model id -> its price (Amazon Nova and gpt-oss charge no cache writes: the input price)."""
+"""Model id -> its list price (Amazon Nova and gpt-oss charge no cache writes)."""
 
 _GEOGRAPHIES = ("us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global.")
 
 
-def bedrock_price(model: str) -> Price | None:
-    """The list price of a Bedrock model id or inference profile id; None when not listed."""
-    price = BEDROCK_PRICES.get(model)
-    if price is not None:
-        return price
+def listed_model(model: str) -> str | None:
+    """The listed model a Bedrock model id or inference profile id names; None when not listed."""
+    if model in BEDROCK_PRICES:
+        return model
     for prefix in _GEOGRAPHIES:
-        if model.startswith(prefix):
-            return BEDROCK_PRICES.get(model[len(prefix) :])
+        if model.startswith(prefix) and model[len(prefix) :] in BEDROCK_PRICES:
+            return model[len(prefix) :]
     return None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from responses_gateway.usage.bedrock_prices import BEDROCK_PRICES, listed_model
 from responses_gateway.usage.records import UsageCounts
 
 __all__ = ["Price", "PriceError", "PriceTable", "parse_prices"]
@@ -58,14 +59,28 @@ class PriceTable:
     prices: Mapping[str, Price] = field(default_factory=dict)
 
     def price(self, model: str) -> Price | None:
-        from responses_gateway.usage.bedrock_prices import bedrock_price
-
-        return self.prices.get(model) or bedrock_price(model) or self.prices.get("*")
+        return self.prices.get(model) or _bedrock_price(model) or self.prices.get("*")
 
     def cost(self, model: str, counts: UsageCounts) -> Decimal:
         """The estimated cost of ``counts`` on ``model`` (0 when the model has no price)."""
         price = self.price(model)
         return price.cost(counts) if price is not None else Decimal(0)
+
+
+_BEDROCK: dict[str, Price] = {
+    model: Price(
+        input=listed.input,
+        output=listed.output,
+        cached_input=listed.cache_read,
+        cache_write_input=listed.cache_write,
+    )
+    for model, listed in BEDROCK_PRICES.items()
+}
+
+
+def _bedrock_price(model: str) -> Price | None:
+    listed = listed_model(model)
+    return _BEDROCK[listed] if listed is not None else None
 
 
 def _amount(raw: Mapping[str, Any], name: str, where: str, *, required: bool) -> Decimal | None:
