@@ -1,12 +1,13 @@
 """Amazon Bedrock's on-demand list prices, so a Bedrock model costs what it costs unconfigured.
 
 Owns :data:`BEDROCK_PRICES` (US dollars per million tokens, US East (N. Virginia) on-demand,
-standard tier, as AWS's pricing page listed them in late 2025: input, cache read, cache write,
-output) and :func:`listed_model`, which finds the listed model an id names, whatever inference
-profile it is called through (``us.``, ``eu.``, ``apac.``, ``global.``... prefixes; the same
-model bills at its own price). :class:`~responses_gateway.usage.pricing.PriceTable` turns them
-into prices, under the operator's ``prices``, which win (other regions, other tiers and newer
-prices are configured there). Nothing here reads files or the network.
+standard tier, as AWS published them in 2025, not re-checked against the pricing page from here:
+input, cache read, cache write, output) and :func:`listed_model`, which finds the listed model an
+id names, whatever inference profile it is called through (``us.``, ``eu.``, ``apac.``,
+``global.``... prefixes; the same model bills at its own price).
+:class:`~responses_gateway.usage.pricing.PriceTable` turns them into prices, under the operator's
+``prices``, which win (other regions, other tiers and newer prices are configured there). Nothing
+here reads files or the network.
 """
 
 from __future__ import annotations
