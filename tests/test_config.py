@@ -345,3 +345,11 @@ def test_bedrock_models_variable_adds_a_bedrock_provider_beside_the_upstream() -
     assert config.route("gpt-5")[0].name == "upstream"
     alone = load_config({"BEDROCK_MODELS": "amazon.nova-pro-v1:0", "AWS_REGION": "us-east-1"})
     assert alone is not None and [p.name for p in alone.providers] == ["bedrock"]
+
+
+def test_cache_points_belong_to_bedrock_providers() -> None:
+    raw = {"name": "br", "api": "bedrock", "aws_region": "us-east-1", "cache_points": True}
+    assert parse_config({"providers": [raw]}, {}).providers[0].cache_points is True
+    chat = {"name": "c", "base_url": "http://x/v1", "cache_points": True}
+    with pytest.raises(ConfigError, match="cache_points"):
+        parse_config({"providers": [chat]}, {})

@@ -136,6 +136,8 @@ class Provider:
     additional_model_request_fields: Mapping[str, Any] = field(default_factory=dict)
     """Bedrock wire: sent as ``additionalModelRequestFields`` (model-specific fields such as a
     thinking budget)."""
+    cache_points: bool = False
+    """Bedrock wire: mark the prompt for Bedrock's prompt cache (system, tools, transcript)."""
 
     @property
     def catch_all(self) -> bool:
@@ -353,7 +355,13 @@ def _provider(raw: Mapping[str, Any], env: Mapping[str, str], index: int) -> Pro
     )
 
 
-_AWS_KEYS = ("aws_region", "aws_sigv4", "aws_service", "additional_model_request_fields")
+_AWS_KEYS = (
+    "aws_region",
+    "aws_sigv4",
+    "aws_service",
+    "additional_model_request_fields",
+    "cache_points",
+)
 """The provider keys of Amazon Bedrock (``docs/bedrock.md``)."""
 _REGION_HOST = re.compile(r"^bedrock[a-z-]*\.([a-z]{2}(?:-[a-z]+)+-\d+)\.")
 
@@ -388,10 +396,14 @@ def _aws(raw: Mapping[str, Any], env: Mapping[str, str], name: str, api: Any) ->
             f"provider {name!r}: additional_model_request_fields must be a table, on a bedrock "
             "provider"
         )
+    cache_points = _flag(raw, "cache_points", name)
+    if cache_points and api != "bedrock":
+        raise ConfigError(f"provider {name!r}: cache_points is a bedrock provider's setting")
     return {
         "aws_region": region,
         "aws_sigv4": sigv4,
         "aws_service": service,
+        "cache_points": cache_points,
         "additional_model_request_fields": dict(fields or {}),
     }
 

@@ -695,3 +695,31 @@ def test_user_service_tier_and_json_object_are_sent_in_converses_terms() -> None
         ModelCall(model=MODEL, input=[user("x")], params={"service_tier": "auto"})
     )
     assert "serviceTier" not in auto
+
+
+def test_cache_points_mark_the_system_the_tools_and_the_transcript() -> None:
+    call = ModelCall(model=MODEL, instructions="Be brief.", input=[user("x")], tools=[TOOL])
+    body = to_converse_request(call, BedrockOptions(cache_points=True))
+    point = {"cachePoint": {"type": "default"}}
+    assert body["system"] == [{"text": "Be brief."}, point]
+    assert body["toolConfig"]["tools"][-1] == point
+    assert body["messages"][-1]["content"] == [{"text": "x"}, point]
+    assert converse_problems("/model/m/converse", json.dumps(body).encode()) == []
+    assert "cachePoint" not in json.dumps(to_converse_request(call))
+
+
+async def test_cache_points_pass_botocore_and_cache_usage_comes_back() -> None:
+    usage = Usage(input_tokens=1_200, output_tokens=5, cached_tokens=1_000, cache_write_tokens=150)
+    script = ScriptedUpstream(Turn(text="ok", usage=usage), demo=False)
+    adapter, client = _adapter(script, cache_points=True)
+    out, _ = _writer()
+    call = ModelCall(model=MODEL, instructions="Be brief.", input=[user("x")], tools=[TOOL])
+    async with client:
+        result = await adapter.call_llm(call, out)
+    assert "cachePoint" in json.dumps(script.model_requests()[0].json)
+    assert result.usage is not None
+    assert result.usage["input_tokens"] == 1_200
+    assert result.usage["input_tokens_details"] == {
+        "cached_tokens": 1_000,
+        "cache_write_tokens": 150,
+    }

@@ -32,7 +32,8 @@ runtime's own credentials, or a Bedrock API key as a bearer token), sends it, de
   ``additionalModelRequestFields`` (Anthropic: a thinking budget, with ``maxTokens`` above it;
   Amazon Nova: ``reasoningConfig``; others: ``reasoning_effort``), under the provider's own
   ``additional_model_request_fields``, which win; ``user`` to ``requestMetadata``;
-  ``service_tier`` default, flex and priority to ``serviceTier``.
+  ``service_tier`` default, flex and priority to ``serviceTier``. With the provider's
+  ``cache_points``, cache points mark the system blocks, the tools and the transcript.
 
 Answers: text, tool calls (arguments streamed), reasoning (signature or redacted content sealed
 into ``encrypted_content``). ``max_tokens`` and ``model_context_window_exceeded`` stop as
@@ -134,6 +135,13 @@ class BedrockOptions:
     additional_model_request_fields: Mapping[str, Any] = field(default_factory=dict)
     """Sent as ``additionalModelRequestFields`` with every call (model-specific fields, such as
     Anthropic's ``thinking`` budget or ``top_k``)."""
+    cache_points: bool = False
+    """Mark the prompt for Bedrock's prompt cache: a ``cachePoint`` after the system blocks,
+    after the tools and at the end of the transcript, so the next call of a growing
+    conversation reads its prefix from the cache (models with prompt caching)."""
+
+
+_CACHE_POINT: dict[str, Any] = {"cachePoint": {"type": "default"}}
 
 
 # --- request: Responses items -> Converse ----------------------------------------------------
@@ -418,6 +426,18 @@ _METADATA_VALUE = re.compile(r"[^a-zA-Z0-9\s:_@$#=/+,.-]")
 _TIERS = frozenset({"default", "flex", "priority"})
 
 
+def _mark_cache_points(body: dict[str, Any]) -> None:
+    """A cache point after the system blocks, the tools and the last message (at most three of
+    the four a request may hold)."""
+    if body.get("system"):
+        body["system"].append(dict(_CACHE_POINT))
+    tools = (body.get("toolConfig") or {}).get("tools")
+    if tools:
+        tools.append(dict(_CACHE_POINT))
+    if body["messages"]:
+        body["messages"][-1]["content"].append(dict(_CACHE_POINT))
+
+
 def to_converse_request(
     call: ModelCall, options: BedrockOptions = BedrockOptions()
 ) -> dict[str, Any]:
@@ -450,6 +470,8 @@ def to_converse_request(
     output = _output_config(call.params)
     if output is not None:
         body["outputConfig"] = output
+    if options.cache_points:
+        _mark_cache_points(body)
     extra = {**effort, **options.additional_model_request_fields}
     if extra:
         body["additionalModelRequestFields"] = extra

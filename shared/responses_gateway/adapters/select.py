@@ -149,7 +149,9 @@ def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeL
             provider.api_key,
             dict(provider.headers),
             timeout=provider.timeout,
-            options=BedrockOptions(provider.additional_model_request_fields),
+            options=BedrockOptions(
+                provider.additional_model_request_fields, cache_points=provider.cache_points
+            ),
             streaming=provider.streaming,
             auth=_signing(provider),
         )

@@ -138,7 +138,7 @@ def chat_view(body: dict[str, Any], model: str) -> dict[str, Any]:
         if parts:
             messages.append({"role": "user", "content": _content(parts)})
     view: dict[str, Any] = {"model": model, "messages": messages, "stream": True}
-    tools = (body.get("toolConfig") or {}).get("tools") or []
+    tools = [t for t in (body.get("toolConfig") or {}).get("tools") or [] if "toolSpec" in t]
     if tools:
         view["tools"] = [
             {
