@@ -723,3 +723,55 @@ async def test_cache_points_pass_botocore_and_cache_usage_comes_back() -> None:
         "cached_tokens": 1_000,
         "cache_write_tokens": 150,
     }
+
+
+def test_tool_results_lead_the_user_turn_even_after_a_user_message() -> None:
+    items = [
+        user("Look"),
+        {"type": "function_call", "call_id": "c1", "name": "get_weather", "arguments": "{}"},
+        user("and hurry"),
+        {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
+    ]
+    body = to_converse_request(ModelCall(model=MODEL, input=items, tools=[TOOL]))
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    assert body["messages"][2]["content"] == [
+        {"toolResult": {"toolUseId": "c1", "content": [{"text": "sunny"}]}},
+        {"text": "and hurry"},
+    ]
+
+
+def test_a_transcript_starting_with_the_models_turn_opens_with_a_user_turn() -> None:
+    items = [{"type": "message", "role": "assistant", "content": "Earlier answer."}, user("Next")]
+    body = to_converse_request(ModelCall(model=MODEL, input=items))
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    assert body["messages"][0]["content"][0]["text"].startswith("(The conversation continues")
+
+
+def _says(role: str, block: dict[str, Any]) -> dict[str, Any]:
+    return {"role": role, "content": [block]}
+
+
+_USE = {"toolUse": {"toolUseId": "t", "name": "f", "input": {}}}
+
+
+@pytest.mark.parametrize(
+    ("messages", "problem"),
+    [
+        ([_says("assistant", {"text": "a"})], "start with a user"),
+        ([_says("user", {"text": "a"}), _says("user", {"text": "b"})], "alternate"),
+        ([_says("user", {"text": "a"}), _says("assistant", _USE), _says("user", {"text": "b"})],
+         "toolResult"),
+    ],
+)  # fmt: skip
+async def test_the_scripted_upstream_refuses_what_bedrock_refuses(
+    messages: list[dict[str, Any]], problem: str
+) -> None:
+    script = ScriptedUpstream(demo=True)
+    transport = httpx.ASGITransport(app=create_fake_upstream_app(script))
+    body = json.dumps({"messages": messages}).encode()
+    async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
+        request = client.build_request(
+            "POST", "/model/m/converse", content=body, headers={"Authorization": "Bearer k"}
+        )
+        answer = await client.send(request)
+    assert answer.status_code == 400 and problem in answer.json()["message"]

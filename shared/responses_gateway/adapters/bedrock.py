@@ -19,6 +19,10 @@ runtime's own credentials, or a Bedrock API key as a bearer token), sends it, de
 * ``function_call`` is a ``toolUse`` block (its arguments parsed as JSON: Converse takes a JSON
   document; arguments that are not JSON travel as ``{"arguments": "<text>"}``);
   ``function_call_output`` a ``toolResult`` block (text, and image or file parts).
+* A transcript that starts with the model's turn (truncated, or so sent) opens with a short user
+  turn saying the conversation continues: Converse wants the user first.
+* In a user message, ``toolResult`` blocks come first (a user message sent between the calls and
+  their outputs follows them), as the models that check tool pairing want.
 * A ``reasoning`` item whose ``encrypted_content`` is Bedrock's own (the gateway keeps the
   model's signature, or the redacted reasoning, there, sealed for the client) is a
   ``reasoningContent`` block again; reasoning from other wires has no signature the model would
@@ -142,6 +146,9 @@ class BedrockOptions:
 
 
 _CACHE_POINT: dict[str, Any] = {"cachePoint": {"type": "default"}}
+_EARLIER = "(The conversation continues from earlier turns.)"
+"""The user turn a transcript starting with the model's turn gets first (truncation or a
+client's history can start there): Converse wants a conversation to open with the user."""
 
 
 # --- request: Responses items -> Converse ----------------------------------------------------
@@ -300,10 +307,15 @@ class _Conversation:
     def _add(self, role: str, blocks: list[dict[str, Any]]) -> None:
         if not blocks:
             return
-        if self.messages and self.messages[-1]["role"] == role:
-            self.messages[-1]["content"].extend(blocks)
-        else:
+        if not self.messages or self.messages[-1]["role"] != role:
             self.messages.append({"role": role, "content": blocks})
+            return
+        content = self.messages[-1]["content"]
+        if "toolResult" in blocks[0]:  # tool results lead the user turn that answers the calls
+            at = next((i for i, b in enumerate(content) if "toolResult" not in b), len(content))
+            content[at:at] = blocks
+        else:
+            content.extend(blocks)
 
     def add(self, item: dict[str, Any]) -> None:
         kind = item.get("type") or ("message" if "role" in item else None)
@@ -451,6 +463,8 @@ def to_converse_request(
         conversation.system.append({"text": call.instructions})
     for item in call.input:
         conversation.add(item)
+    if conversation.messages and conversation.messages[0]["role"] == "assistant":
+        conversation.messages.insert(0, {"role": "user", "content": [{"text": _EARLIER}]})
     body: dict[str, Any] = {"messages": conversation.messages}
     if conversation.system:
         body["system"] = conversation.system

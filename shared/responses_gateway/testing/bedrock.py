@@ -3,7 +3,9 @@
 Owns the ``POST /model/{modelId}/converse`` and ``/converse-stream`` routes of the fake upstream
 (:func:`bedrock_route`): every request is recorded, then judged by AWS's own code
 (:mod:`responses_gateway.testing.aws_oracle`: botocore's signer must agree with its SigV4
-signature, botocore's validator and serializer with its path and body), and answered as Bedrock
+signature, botocore's validator and serializer with its path and body; the conversation's shape
+as Bedrock checks it: the user first, roles alternating, tool results answering the turn before),
+and answered as Bedrock
 does: errors as ``{"message"}`` with ``x-amzn-ErrorType``; ``Converse`` as one JSON answer;
 ``ConverseStream`` in the binary AWS event-stream framing (reasoning with a signature, text,
 tool calls with streamed input, ``messageStop``, ``metadata`` with usage). A replayed reasoning
@@ -173,6 +175,25 @@ def as_chat(request: RecordedRequest) -> dict[str, Any]:
     check a transcript on several wires compare Bedrock's with chat's expectation)."""
     found = operation_of(request.path)
     return request.json if found is None else chat_view(request.json, found[1])
+
+
+def _bad_turns(body: dict[str, Any]) -> str | None:
+    """What Bedrock refuses in a conversation's shape (botocore's validator does not check it):
+    the user first, the roles alternating, each tool result answering a call of the turn
+    before, each call answered in the turn after."""
+    messages = body.get("messages") or []
+    if messages and messages[0].get("role") != "user":
+        return "A conversation must start with a user message."
+    calls: set[str] = set()
+    for index, message in enumerate(messages):
+        if index and message.get("role") == messages[index - 1].get("role"):
+            return "A conversation must alternate between user and assistant roles."
+        blocks = message.get("content") or []
+        ids = {b["toolResult"]["toolUseId"] for b in blocks if "toolResult" in b}
+        if ids != calls and (ids or message.get("role") == "user"):
+            return "messages: the toolResult blocks must answer the previous turn's toolUse blocks."
+        calls = {b["toolUse"]["toolUseId"] for b in blocks if "toolUse" in b}
+    return None
 
 
 def _bad_signatures(body: dict[str, Any]) -> str | None:
@@ -402,7 +423,7 @@ def bedrock_route(script: ScriptedUpstream) -> Any:
         problems = converse_problems(raw_path, raw)
         if problems:
             return _aws_error(400, "botocore rejects the request: " + "; ".join(problems))
-        bad = _bad_signatures(body)
+        bad = _bad_turns(body) or _bad_signatures(body)
         if bad is not None:
             return _aws_error(400, bad)
         operation, model = found
