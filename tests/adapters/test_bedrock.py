@@ -775,3 +775,19 @@ async def test_the_scripted_upstream_refuses_what_bedrock_refuses(
         )
         answer = await client.send(request)
     assert answer.status_code == 400 and problem in answer.json()["message"]
+
+
+async def test_a_bedrock_api_key_is_a_bearer_token_and_never_echoed() -> None:
+    raw = {"name": "br", "api": "bedrock", "aws_region": "us-east-1", "api_key": "ABSK-secret"}
+    (provider,) = parse_config({"providers": [raw]}, {}).providers
+    script = ScriptedUpstream(Turn.http_error(403, "Bad key ABSK-secret"), Turn(text="ok"))
+    transport = httpx.ASGITransport(app=create_fake_upstream_app(script))
+    async with httpx.AsyncClient(transport=transport) as client:
+        adapter = make_adapter(provider, client)
+        out, state = _writer()
+        with pytest.raises(UpstreamStatusError) as caught:
+            await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+        assert caught.value.status_code == 403 and "ABSK-secret" not in caught.value.message
+        await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert script.model_requests()[-1].headers["authorization"] == "Bearer ABSK-secret"
+    assert state.output[-1]["content"][0]["text"] == "ok"
