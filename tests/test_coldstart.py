@@ -432,18 +432,21 @@ _MCP_PROBE = textwrap.dedent(
 )
 
 
-def test_a_create_with_mcp_tools_imports_neither_the_mcp_sdk_nor_fastapi() -> None:
-    env = {**os.environ, "MCP_ALLOW_HTTP": "1", "MCP_ALLOW_LOOPBACK": "1"}
+def _probe_beside(server_code: str, probe_code: str, env: dict[str, str]) -> dict[str, Any]:
+    """The report of ``probe_code`` run in a fresh interpreter beside a server that
+    ``server_code`` runs in another (it prints its URL, the probe's argument, and stops when its
+    stdin closes): what the server imports stays out of the probe's ``sys.modules``."""
     with subprocess.Popen(
-        [sys.executable, "-c", _MCP_SERVER],
+        [sys.executable, "-c", server_code],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+        env=env,
     ) as server:
         assert server.stdout is not None and server.stdin is not None
         url = server.stdout.readline().strip()
         result = subprocess.run(
-            [sys.executable, "-c", _MCP_PROBE, url],
+            [sys.executable, "-c", probe_code, url],
             capture_output=True,
             text=True,
             check=False,
@@ -452,9 +455,64 @@ def test_a_create_with_mcp_tools_imports_neither_the_mcp_sdk_nor_fastapi() -> No
         )
         server.stdin.close()
     assert result.returncode == 0, result.stderr[-3000:]
-    report = json.loads(result.stdout.splitlines()[-1])
+    report: dict[str, Any] = json.loads(result.stdout.splitlines()[-1])
+    return report
+
+
+def test_a_create_with_mcp_tools_imports_neither_the_mcp_sdk_nor_fastapi() -> None:
+    env = {**os.environ, "MCP_ALLOW_HTTP": "1", "MCP_ALLOW_LOOPBACK": "1"}
+    report = _probe_beside(_MCP_SERVER, _MCP_PROBE, env)
 
     assert report["listed"] == ["mcp_list_tools", "message"]
     assert report["client"] is True  # the listing went through the gateway's own MCP client
     assert report["heavy"] == []  # no module of the SDK, its httpx fork or its dependencies
     assert report["fastapi"] is False  # MCP tools or not
+
+
+_BEDROCK_UPSTREAM = textwrap.dedent(
+    """
+    import sys
+    from responses_gateway.testing.fake_upstream import create_fake_upstream_app
+    from responses_gateway.testing.script import ScriptedUpstream
+    from responses_gateway.testing.server import run_in_thread
+
+    with run_in_thread(create_fake_upstream_app(ScriptedUpstream())) as server:
+        print(server.url, flush=True)
+        sys.stdin.read()
+    """
+)
+
+_BEDROCK_PROBE = textwrap.dedent(
+    """
+    import json, sys
+    import httpx
+    from responses_gateway.app import create_app
+    from responses_gateway.config import parse_config
+    from responses_gateway.store.sqlite import SqliteStore
+    from responses_gateway.testing.server import run_in_thread
+
+    provider = {"base_url": sys.argv[1], "api": "bedrock", "aws_region": "us-east-1"}
+    app = create_app(parse_config({"providers": [provider]}), SqliteStore())
+    texts = []
+    with run_in_thread(app) as gateway, httpx.Client(base_url=gateway.url) as client:
+        for stream in (False, True):
+            body = {"model": "m", "input": "Hi", "stream": stream}
+            answer = client.post("/v1/responses", json=body)
+            assert answer.status_code == 200, answer.text
+            texts.append(answer.text)
+    print(json.dumps({"modules": sorted(sys.modules), "answered": "event: response.completed"
+                      in texts[1] and json.loads(texts[0])["status"] == "completed"}))
+    """
+)
+
+
+def test_bedrock_creates_sign_with_the_environments_credentials_and_import_no_botocore() -> None:
+    """The function's role reaches it as environment variables: signing them needs no botocore
+    (the scripted Bedrock upstream, in its own process, checks each signature with botocore's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env |= {"AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local"}
+    report = _probe_beside(_BEDROCK_UPSTREAM, _BEDROCK_PROBE, env)
+
+    assert report["answered"] is True
+    assert "responses_gateway.adapters.bedrock" in report["modules"]
+    assert not {m for m in report["modules"] if m.split(".")[0] in ("boto3", "botocore")}

@@ -269,3 +269,87 @@ def test_loop_limits_must_be_positive_numbers() -> None:
     provider = {"name": "p", "base_url": "http://p/v1", "max_model_calls": 0}
     with pytest.raises(ConfigError, match="provider 'p': max_model_calls must be a positive"):
         parse_config({"providers": [provider]}, {})
+
+
+# -- Amazon Bedrock (docs/bedrock.md) -----------------------------------------------------------
+
+
+def test_bedrock_provider_defaults_to_the_regions_runtime_endpoint_and_signs() -> None:
+    config = parse_config(
+        {"providers": [{"name": "br", "api": "bedrock", "models": ["amazon.nova-pro-v1:0"]}]},
+        {"AWS_REGION": "eu-west-1"},
+    )
+    (provider,) = config.providers
+    assert provider.base_url == "https://bedrock-runtime.eu-west-1.amazonaws.com"
+    assert (provider.aws_region, provider.aws_sigv4, provider.api_key) == ("eu-west-1", True, None)
+    assert provider.additional_model_request_fields == {}
+
+
+def test_bedrock_region_comes_from_the_setting_then_the_endpoint_then_the_environment() -> None:
+    def region(raw: dict[str, Any], env: dict[str, str]) -> str | None:
+        provider = {"name": "br", "api": "bedrock", **raw}
+        return parse_config({"providers": [provider]}, env).providers[0].aws_region
+
+    endpoint = "https://bedrock-runtime.ap-southeast-2.amazonaws.com"
+    assert region({"aws_region": "us-west-2", "base_url": endpoint}, {}) == "us-west-2"
+    assert region({"base_url": endpoint}, {"AWS_REGION": "us-east-1"}) == "ap-southeast-2"
+    assert region({}, {"AWS_DEFAULT_REGION": "ca-central-1"}) == "ca-central-1"
+    with pytest.raises(ConfigError, match="needs aws_region"):
+        region({}, {})
+
+
+def test_bedrock_api_key_is_a_bearer_token_instead_of_a_signature() -> None:
+    raw = {"name": "br", "api": "bedrock", "aws_region": "us-east-1", "api_key_env": "BR_KEY"}
+    (provider,) = parse_config({"providers": [raw]}, {"BR_KEY": "bedrock-api-key"}).providers
+    assert (provider.api_key, provider.aws_sigv4) == ("bedrock-api-key", False)
+
+
+def test_additional_model_request_fields_belong_to_bedrock_providers() -> None:
+    fields = {"thinking": {"type": "enabled", "budget_tokens": 2048}}
+    raw = {"name": "br", "api": "bedrock", "aws_region": "us-east-1"}
+    parsed = parse_config({"providers": [{**raw, "additional_model_request_fields": fields}]}, {})
+    assert parsed.providers[0].additional_model_request_fields == fields
+    chat = {"name": "c", "base_url": "http://x/v1", "additional_model_request_fields": fields}
+    for bad in ({**raw, "additional_model_request_fields": "x"}, chat):
+        with pytest.raises(ConfigError, match="additional_model_request_fields"):
+            parse_config({"providers": [bad]}, {})
+
+
+def test_aws_sigv4_signs_a_chat_provider_for_bedrocks_openai_compatible_endpoint() -> None:
+    url = "https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1"
+    raw = {"name": "oss", "base_url": url, "api": "chat", "aws_sigv4": True}
+    (provider,) = parse_config({"providers": [raw]}, {}).providers
+    assert (provider.aws_sigv4, provider.aws_region) == (True, "us-west-2")
+    elsewhere = {**raw, "base_url": "https://proxy.example/v1"}
+    with pytest.raises(ConfigError, match="aws_sigv4 needs aws_region"):
+        parse_config({"providers": [elsewhere]}, {})
+    assert parse_config({"providers": [elsewhere]}, {"AWS_REGION": "us-east-1"}).providers[
+        0
+    ].aws_region == ("us-east-1")
+
+
+def test_bedrock_models_variable_adds_a_bedrock_provider_beside_the_upstream() -> None:
+    env = {
+        "UPSTREAM_BASE_URL": "https://api.openai.com/v1",
+        "BEDROCK_MODELS": " us.anthropic.claude-sonnet-4-5-20250929-v1:0, amazon.nova-pro-v1:0 ,",
+        "AWS_REGION": "us-east-1",
+    }
+    config = load_config(env)
+    assert config is not None
+    provider, model = config.route("amazon.nova-pro-v1:0")
+    assert (provider.name, provider.api, model) == ("bedrock", "bedrock", "amazon.nova-pro-v1:0")
+    assert provider.models == (
+        "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        "amazon.nova-pro-v1:0",
+    )
+    assert config.route("gpt-5")[0].name == "upstream"
+    alone = load_config({"BEDROCK_MODELS": "amazon.nova-pro-v1:0", "AWS_REGION": "us-east-1"})
+    assert alone is not None and [p.name for p in alone.providers] == ["bedrock"]
+
+
+def test_cache_points_belong_to_bedrock_providers() -> None:
+    raw = {"name": "br", "api": "bedrock", "aws_region": "us-east-1", "cache_points": True}
+    assert parse_config({"providers": [raw]}, {}).providers[0].cache_points is True
+    chat = {"name": "c", "base_url": "http://x/v1", "cache_points": True}
+    with pytest.raises(ConfigError, match="cache_points"):
+        parse_config({"providers": [chat]}, {})

@@ -153,7 +153,11 @@ def test_a_missing_configuration_file_is_named() -> None:
 @pytest.mark.parametrize(
     ("variable", "value", "error"),
     [
-        ("UPSTREAM_API", "grpc", "UPSTREAM_API must be 'auto', 'chat', 'responses' or 'harmony'"),
+        (
+            "UPSTREAM_API",
+            "grpc",
+            "UPSTREAM_API must be 'auto', 'chat', 'responses', 'harmony' or 'bedrock'",
+        ),
         ("UPSTREAM_HOSTED_TOOLS", "drop", "UPSTREAM_HOSTED_TOOLS must be 'omit' or 'reject'"),
         ("UPSTREAM_STREAMING", "yes", "UPSTREAM_STREAMING must be 'auto', 'on' or 'off'"),
     ],
@@ -192,6 +196,7 @@ def test_the_api_keys_are_checked_at_startup(tmp_path: Path) -> None:
 
 
 SETTING_TYPOS: dict[str, tuple[str, str]] = {
+    "BEDROCK_MODELS": ("anthropic.claude", "BEDROCK_MODELS: api 'bedrock' needs aws_region"),
     "GATEWAY_STORE": ("sqlit", "GATEWAY_STORE must be one of sqlite, dynamodb, moto, got 'sqlit'"),
     "RETENTION_DAYS": ("30d", "RETENTION_DAYS must be a whole number of days >= 1, got '30d'"),
     "DYNAMODB_CLIENT": ("boto", "DYNAMODB_CLIENT must be http or boto3, got 'boto'"),

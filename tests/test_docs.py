@@ -37,7 +37,7 @@ def test_every_configuration_key_is_documented() -> None:
     """Each key the configuration accepts is named (in backticks) by the README or a doc."""
     text = README + "".join(DOCS.values())
     documented = (
-        set(re.findall(r"`([a-z_]+)(?: =[^`]*)?`", text))
+        set(re.findall(r"`([a-z0-9_]+)(?: =[^`]*)?`", text))
         | set(re.findall(r"^([a-z_]+) = ", text, re.MULTILINE))  # keys in TOML examples
         | set(re.findall(r'"([a-z_]+)":', text))  # keys in JSON examples
     )

@@ -4,7 +4,8 @@ Owns the gateway's configuration: which upstream providers exist, how to reach t
 model names go to which provider. Two sources, read once at startup:
 
 - one provider from environment variables (``UPSTREAM_BASE_URL``, ``UPSTREAM_API_KEY``,
-  ``UPSTREAM_API``), which takes every model name;
+  ``UPSTREAM_API``), which takes every model name, and a Bedrock provider for the model ids in
+  ``BEDROCK_MODELS`` (signed with the runtime's own AWS credentials, in ``AWS_REGION``);
 - several providers from a TOML or JSON file named by ``GATEWAY_CONFIG``, each with exact
   ``models`` and/or ``prefixes`` (``strip_prefix`` removes the matched prefix before the name is
   sent upstream) and at most one ``default`` catch-all.
@@ -57,6 +58,7 @@ from responses_gateway.usage.budget import BudgetError, BudgetPolicy, parse_budg
 from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 
 __all__ = [
+    "BEDROCK_MODELS_ENV",
     "ApiMode",
     "ConfigError",
     "ENFORCE_BUDGETS_ENV",
@@ -77,8 +79,8 @@ __all__ = [
     "parse_config_text",
 ]
 
-ApiMode = Literal["auto", "chat", "responses", "harmony"]
-_API_MODES: tuple[str, ...] = ("auto", "chat", "responses", "harmony")
+ApiMode = Literal["auto", "chat", "responses", "harmony", "bedrock"]
+_API_MODES: tuple[str, ...] = ("auto", "chat", "responses", "harmony", "bedrock")
 
 
 class ConfigError(ValueError):
@@ -128,6 +130,22 @@ class Provider:
     """Where a deployed function reads this provider's key (``api_key_parameter /name`` or
     ``api_key_secret name``), when the document names one and nothing resolved it: ``serve``
     then calls the provider without a key, and says so."""
+    # -- Amazon Bedrock (docs/bedrock.md) ------------------------------------------------------
+    aws_region: str | None = None
+    """The AWS region requests are signed for (``api = "bedrock"``, ``aws_sigv4``); default: the
+    region in ``base_url``'s host, else ``AWS_REGION``."""
+    aws_sigv4: bool = False
+    """Sign every call with SigV4 and the runtime's own credentials (always on for ``bedrock``
+    unless an ``api_key`` is set; on the chat and responses wires for Bedrock's OpenAI-compatible
+    endpoints)."""
+    aws_service: str = "bedrock"
+    """The SigV4 signing name (``bedrock`` for Bedrock's runtime endpoint and its
+    OpenAI-compatible ``/openai/v1``; another endpoint may sign under its own)."""
+    additional_model_request_fields: Mapping[str, Any] = field(default_factory=dict)
+    """Bedrock wire: sent as ``additionalModelRequestFields`` (model-specific fields such as a
+    thinking budget)."""
+    cache_points: bool = False
+    """Bedrock wire: mark the prompt for Bedrock's prompt cache (system, tools, transcript)."""
 
     @property
     def catch_all(self) -> bool:
@@ -375,8 +393,19 @@ _DEPLOYED_KEY_SOURCES = ("api_key_parameter", "api_key_secret")
 Manager). Elsewhere (``serve`` does not call AWS for a key) they are checked and kept as the
 provider's :attr:`Provider.key_reference`."""
 
-_PROVIDER_OTHER_KEYS = frozenset({"name", "api_key", "api_key_env", *LIMIT_KEYS})
-"""Provider keys handled outside :data:`PROVIDER_FIELDS`: the name, the key, the loop caps."""
+_AWS_KEYS = (
+    "aws_region",
+    "aws_sigv4",
+    "aws_service",
+    "additional_model_request_fields",
+    "cache_points",
+)
+"""The provider keys of Amazon Bedrock and SigV4 signing (``docs/bedrock.md``), checked together
+by :func:`_aws` (a bedrock provider's region and signing depend on each other)."""
+
+_PROVIDER_OTHER_KEYS = frozenset({"name", "api_key", "api_key_env", *LIMIT_KEYS, *_AWS_KEYS})
+"""Provider keys handled outside :data:`PROVIDER_FIELDS`: the name, the key, the loop caps and
+the AWS keys."""
 
 PROVIDER_KEYS = frozenset({*PROVIDER_FIELDS, *_PROVIDER_OTHER_KEYS, *_DEPLOYED_KEY_SOURCES})
 """Every key a ``[[providers]]`` entry may have."""
@@ -420,20 +449,71 @@ def _provider(raw: Any, env: Mapping[str, str], index: int) -> Provider:
     message = unknown_key_message(where, raw, PROVIDER_KEYS)
     if message is not None:
         raise ConfigError(message)
-    if "base_url" not in raw:
-        raise ConfigError(f"{where}: base_url is required (an http(s) URL)")
     fields = {
         key: parse(raw[key], f"{where}.{key}")
         for key, parse in PROVIDER_FIELDS.items()
         if key in raw
     }
+    aws = _aws(raw, env, where, fields.get("api", "auto"))
+    if "base_url" not in fields:
+        if fields.get("api") != "bedrock":
+            raise ConfigError(f"{where}: base_url is required (an http(s) URL)")
+        fields["base_url"] = f"https://bedrock-runtime.{aws['aws_region']}.amazonaws.com"
     return Provider(
         name=name,
         api_key=_provider_key(raw, env, where),
         key_reference=_key_reference(raw, where),
         limits=_limits(raw, where, DEFAULT_LIMITS),
         **fields,
+        **aws,
     )
+
+
+_REGION_HOST = re.compile(r"^bedrock[a-z-]*\.([a-z]{2}(?:-[a-z]+)+-\d+)\.")
+
+
+def _region_of(base_url: str) -> str | None:
+    """The region in a Bedrock endpoint's host (``bedrock-runtime.us-east-1.amazonaws.com``)."""
+    match = _REGION_HOST.match(urlsplit(base_url).hostname or "")
+    return match.group(1) if match else None
+
+
+def _aws(raw: Mapping[str, Any], env: Mapping[str, str], where: str, api: Any) -> dict[str, Any]:
+    """The Bedrock keys of a provider (region, signing, extra model fields), checked."""
+    region = raw.get("aws_region")
+    if region is not None and (not isinstance(region, str) or not region):
+        raise ConfigError(f"{where}.aws_region must be a region name")
+    sigv4 = _bool(raw.get("aws_sigv4", False), f"{where}.aws_sigv4")
+    base_url = raw.get("base_url")
+    if api == "bedrock":
+        sigv4 = not (raw.get("api_key") or raw.get("api_key_env"))
+        region = region or (_region_of(base_url) if isinstance(base_url, str) else None)
+        region = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise ConfigError(f"{where}: api 'bedrock' needs aws_region (or AWS_REGION)")
+    elif sigv4:
+        region = region or (_region_of(base_url) if isinstance(base_url, str) else None)
+        region = region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise ConfigError(f"{where}: aws_sigv4 needs aws_region (or AWS_REGION)")
+    service = raw.get("aws_service", "bedrock")
+    if not isinstance(service, str) or not re.fullmatch(r"[a-z0-9-]{1,64}", service):
+        raise ConfigError(f"{where}.aws_service must be a signing name (bedrock)")
+    fields = raw.get("additional_model_request_fields")
+    if fields is not None and (api != "bedrock" or not isinstance(fields, dict)):
+        raise ConfigError(
+            f"{where}.additional_model_request_fields must be a table, on a bedrock provider"
+        )
+    cache_points = _bool(raw.get("cache_points", False), f"{where}.cache_points")
+    if cache_points and api != "bedrock":
+        raise ConfigError(f"{where}.cache_points is a bedrock provider's setting")
+    return {
+        "aws_region": region,
+        "aws_sigv4": sigv4,
+        "aws_service": service,
+        "cache_points": cache_points,
+        "additional_model_request_fields": dict(fields or {}),
+    }
 
 
 def _limits(raw: Mapping[str, Any], where: str, base: LoopLimits) -> LoopLimits:
@@ -628,8 +708,14 @@ def parse_config_data(
         raise ConfigError(f"{source}: {exc}") from None
 
 
+BEDROCK_MODELS_ENV = "BEDROCK_MODELS"
+"""Bedrock model and inference profile ids (comma separated) served without a configuration
+file by a ``bedrock`` provider in ``AWS_REGION`` (the template's ``BedrockModels``)."""
+
+
 def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
-    """The configuration from ``GATEWAY_CONFIG`` or ``UPSTREAM_*``; None when neither is set."""
+    """The configuration from ``GATEWAY_CONFIG``, or from ``UPSTREAM_*`` and ``BEDROCK_MODELS``;
+    None when none is set."""
     env = os.environ if env is None else env
     path = env.get("GATEWAY_CONFIG")
     if path:
@@ -639,14 +725,31 @@ def load_config(env: Mapping[str, str] | None = None) -> GatewayConfig | None:
             raise ConfigError(f"cannot read GATEWAY_CONFIG {path}: {exc.strerror}") from None
         return parse_config_text(text, path, env)
     base_url = env.get("UPSTREAM_BASE_URL")
-    if not base_url:
+    providers: list[dict[str, Any]] = []
+    if base_url:
+        providers.append(
+            {
+                "name": "upstream",
+                "base_url": base_url,
+                "api_key": env.get("UPSTREAM_API_KEY") or None,
+                "api": env.get("UPSTREAM_API", "auto") or "auto",
+                "hosted_tools": env.get("UPSTREAM_HOSTED_TOOLS", "omit") or "omit",
+                "streaming": env.get("UPSTREAM_STREAMING", "auto") or "auto",
+                "default": True,
+            }
+        )
+    bedrock = [m.strip() for m in env.get(BEDROCK_MODELS_ENV, "").split(",") if m.strip()]
+    if bedrock:  # the template's BedrockModels: served in this region, signed by the role
+        providers.append({"name": "bedrock", "api": "bedrock", "models": bedrock})
+    if not providers:
         return None
     try:
-        return _upstream_config(base_url, env)
+        return _upstream_config(providers, env)
     except ConfigError as exc:
         message = str(exc)
         for key, variable in _UPSTREAM_VARIABLES.items():
             message = message.replace(f"provider 'upstream'.{key}", variable)
+        message = message.replace("provider 'bedrock'", BEDROCK_MODELS_ENV)
         raise ConfigError(message) from None
 
 
@@ -659,23 +762,8 @@ _UPSTREAM_VARIABLES = {
 """The single-provider variables, by the provider key each sets (for error messages)."""
 
 
-def _upstream_config(base_url: str, env: Mapping[str, str]) -> GatewayConfig:
-    return parse_config(
-        {
-            "providers": [
-                {
-                    "name": "upstream",
-                    "base_url": base_url,
-                    "api_key": env.get("UPSTREAM_API_KEY") or None,
-                    "api": env.get("UPSTREAM_API", "auto") or "auto",
-                    "hosted_tools": env.get("UPSTREAM_HOSTED_TOOLS", "omit") or "omit",
-                    "streaming": env.get("UPSTREAM_STREAMING", "auto") or "auto",
-                    "default": True,
-                }
-            ]
-        },
-        env,
-    )
+def _upstream_config(providers: list[dict[str, Any]], env: Mapping[str, str]) -> GatewayConfig:
+    return parse_config({"providers": providers}, env)
 
 
 # --------------------------------------------------------------------------- operator MCP servers

@@ -370,7 +370,9 @@ REQUEST_LOG_WRITERS = {"StreamingFunction", "BufferedFunction", "WorkerFunction"
 
 
 def test_console_keys_policy_names_this_stack_and_its_two_plans_only(cfn: dict[str, Any]) -> None:
-    (name,) = _resources(cfn, "AWS::IAM::Policy")
+    policies = _resources(cfn, "AWS::IAM::Policy")
+    assert set(policies) == {"ConsoleKeysPolicy", "BedrockInvokePolicy"}
+    name = "ConsoleKeysPolicy"
     policy = cfn["Resources"][name]["Properties"]
     assert (name, policy["Roles"]) == ("ConsoleKeysPolicy", [{"Ref": "BufferedFunctionRole"}])
     granted = {
@@ -569,3 +571,75 @@ def test_executions_ending_without_their_response_reach_the_worker(cfn: dict[str
     for name in ("StreamingFunction", "BufferedFunction"):
         variables = cfn["Resources"][name]["Properties"]["Environment"]["Variables"]
         assert variables["BACKGROUND_MAX_SECONDS"] == {"Ref": "BackgroundMaxSeconds"}
+
+
+def _resolve(value: Any, parameters: dict[str, Any], conditions: dict[str, Any]) -> Any:
+    """The intrinsics of an IAM statement evaluated for ``parameters`` (a list parameter as a
+    list), ``AWS::`` pseudo parameters included."""
+    if isinstance(value, list):
+        return [_resolve(v, parameters, conditions) for v in value]
+    if not isinstance(value, dict):
+        return value
+    if len(value) != 1 or not next(iter(value)).startswith(("Fn::", "Ref")):
+        return {k: _resolve(v, parameters, conditions) for k, v in value.items()}
+    ((name, args),) = value.items()
+    if name == "Ref":
+        return parameters[args]
+    if name == "Fn::If":
+        chosen = args[1] if _resolve(conditions[args[0]], parameters, conditions) else args[2]
+        return _resolve(chosen, parameters, conditions)
+    if name == "Fn::Sub":
+        template, names = (args, {}) if isinstance(args, str) else args
+        known = {**parameters, **{k: _resolve(v, parameters, conditions) for k, v in names.items()}}
+        return re.sub(r"\$\{([^}]+)\}", lambda m: str(known[m.group(1)]), template)
+    resolved = _resolve(args, parameters, conditions)
+    if name == "Fn::Join":
+        return resolved[0].join(resolved[1])
+    if name == "Fn::Split":
+        return resolved[1].split(resolved[0])
+    if name == "Fn::Equals":
+        return resolved[0] == resolved[1]
+    if name == "Fn::Not":
+        return not resolved[0]
+    raise AssertionError(f"unexpected intrinsic {name}")
+
+
+BEDROCK_ACTIONS = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
+
+
+@pytest.mark.parametrize("partition", ["aws", "aws-us-gov"])
+def test_bedrock_policy_grants_invoking_exactly_the_listed_models_and_profiles(
+    sam_template: dict[str, Any], cfn: dict[str, Any], partition: str
+) -> None:
+    parameter = sam_template["Parameters"]["BedrockModels"]
+    assert (parameter["Type"], parameter["Default"]) == ("CommaDelimitedList", "")
+    models = ["us.anthropic.claude-sonnet-4-5-20250929-v1:0", "amazon.nova-pro-v1:0"]
+    parameters = {"BedrockModels": models, "AWS::Partition": partition, "AWS::AccountId": "123"}
+    conditions = cfn["Conditions"]
+    policy = cfn["Resources"]["BedrockInvokePolicy"]
+    assert policy["Condition"] == "HasBedrockModels"
+    assert _resolve(conditions["HasBedrockModels"], parameters, conditions) is True
+    assert _resolve(conditions["HasBedrockModels"], {"BedrockModels": [""]}, conditions) is False
+    roles = {r["Ref"] for r in policy["Properties"]["Roles"]}
+    assert roles == {f"{f}Role" for f in UPSTREAM_CALLERS}
+    statements = _resolve(
+        policy["Properties"]["PolicyDocument"]["Statement"], parameters, conditions
+    )
+    assert all(s["Effect"] == "Allow" and s["Action"] == BEDROCK_ACTIONS for s in statements)
+    by_sid = {s["Sid"]: s for s in statements}
+    arn = f"arn:{partition}:bedrock"
+    assert by_sid["FoundationModels"]["Resource"] == [
+        f"{arn}:*::foundation-model/{m}" for m in models
+    ]
+    assert "Condition" not in by_sid["FoundationModels"]
+    profiles = [f"{arn}:*:*:inference-profile/{m}" for m in models]
+    assert by_sid["InferenceProfiles"]["Resource"] == profiles
+    assert by_sid["InferenceProfiles"]["Condition"] == {
+        "StringEquals": {"aws:ResourceAccount": "123"}
+    }
+    through = by_sid["ModelsOfTheInferenceProfiles"]
+    assert through["Resource"] == f"{arn}:*::foundation-model/*"
+    assert through["Condition"] == {"StringLike": {"bedrock:InferenceProfileArn": profiles}}
+    for name, function in _resources(cfn, "AWS::Lambda::Function").items():
+        variables = function["Properties"]["Environment"]["Variables"]
+        assert variables["BEDROCK_MODELS"] == {"Fn::Join": [",", {"Ref": "BedrockModels"}]}, name

@@ -50,9 +50,26 @@ from responses_gateway.testing.spec_fixtures import (  # noqa: F401 - fixtures a
 
 UPSTREAM_KEY = "sk-upstream-secret-key"
 
-MODELS = {"chat": "scripted-chat", "responses": "scripted-responses", "harmony": "scripted-harmony"}
-"""The model name that routes to each wire format."""
+MODELS = {
+    "chat": "scripted-chat",
+    "responses": "scripted-responses",
+    "harmony": "scripted-harmony",
+    "bedrock": "scripted-bedrock",
+}
+"""The model name that routes to each wire format (Bedrock's: the Converse API, SigV4-signed)."""
 CHAT_REPLAY_MODEL = "scripted-chat-replay"
+
+
+def wire_provider(wire: str, model: str, upstream_url: str, **extra: Any) -> dict[str, Any]:
+    """One provider serving ``model`` on ``wire`` from the scripted upstream at ``upstream_url``
+    (Bedrock's: signed with the runtime's credentials, at the root, not ``/v1``)."""
+    if wire == "bedrock":
+        where = {"base_url": upstream_url, "aws_region": "us-east-1"}
+    else:
+        where = {"base_url": f"{upstream_url}/v1"}
+    return {"name": wire, **where, "api": wire, "models": [model], **extra}
+
+
 """A chat provider with ``send_reasoning_content`` and ``send_verbosity`` on."""
 
 
@@ -220,6 +237,13 @@ def stack(store_kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator
                     "models": [MODELS["harmony"]],
                 },
                 {
+                    "name": "bedrock",  # signed with the runtime's credentials: no key
+                    "base_url": upstream_server.url,
+                    "api": "bedrock",
+                    "aws_region": "us-east-1",
+                    "models": [MODELS["bedrock"]],
+                },
+                {
                     "name": "chat-strict",
                     "base_url": base,
                     "api": "chat",
@@ -302,7 +326,7 @@ def http(stack: Stack, upstream: ScriptedUpstream) -> Iterator[httpx.Client]:
         yield c
 
 
-@pytest.fixture(params=["chat", "responses", "harmony"])
+@pytest.fixture(params=["chat", "responses", "harmony", "bedrock"])
 def wire(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 

@@ -22,6 +22,7 @@ import pytest
 from backports import zstd
 
 from responses_gateway.store.base import StoredResponse
+from responses_gateway.testing.bedrock import signature_of
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
@@ -174,7 +175,7 @@ def test_fields_a_chat_server_would_reject_are_never_forwarded(
     }
 
 
-@pytest.mark.parametrize("wire", ["responses", "harmony"])
+@pytest.mark.parametrize("wire", ["responses", "harmony", "bedrock"])
 def test_codex_requests_are_accepted_over_the_other_wires(
     http: httpx.Client, upstream: ScriptedUpstream, wire: str
 ) -> None:
@@ -188,6 +189,10 @@ def test_codex_requests_are_accepted_over_the_other_wires(
     if wire == "responses":
         sent = upstream.model_requests()[-1].json
         assert "client_metadata" not in sent and sent["text"]["verbosity"] == "low"
+    elif wire == "bedrock":  # the view_image result: an image block in the toolResult
+        messages = upstream.model_requests()[-1].json["messages"]
+        results = [b["toolResult"] for m in messages for b in m["content"] if "toolResult" in b]
+        assert any("image" in part for result in results for part in result["content"])
     else:
         prompt = upstream.model_requests()[-1].prompt or ""
         assert "[An image was attached here; this model reads text only" in prompt
@@ -250,11 +255,11 @@ def _turn(
     return history
 
 
-@pytest.mark.parametrize("wire", ["chat", "harmony"])
+@pytest.mark.parametrize("wire", ["chat", "harmony", "bedrock"])
 def test_reasoning_round_trip_over_three_turns_restores_the_chain_of_thought(
     client: openai.OpenAI, upstream: ScriptedUpstream, wire: str
 ) -> None:
-    model = CHAT_REPLAY_MODEL if wire == "chat" else MODELS["harmony"]
+    model = CHAT_REPLAY_MODEL if wire == "chat" else MODELS[wire]
     upstream.push(
         Turn(reasoning="Plan A: list files.", tool_calls=[ToolCall("shell", '{"cmd":"ls"}', "c1")]),
         Turn(reasoning="Files seen, answer.", text="Two files."),
@@ -284,11 +289,28 @@ def test_reasoning_round_trip_over_three_turns_restores_the_chain_of_thought(
                 }
             ],
         }
+    elif wire == "bedrock":  # the model's own signature, unsealed (the upstream checks it)
+        thought = {"text": "Plan A: list files.", "signature": signature_of("Plan A: list files.")}
+        assert sent.json["messages"][1] == {
+            "role": "assistant",
+            "content": [
+                {"reasoningContent": {"reasoningText": thought}},
+                {"toolUse": {"toolUseId": "c1", "name": "shell", "input": {"cmd": "ls"}}},
+            ],
+        }
     else:  # the turn in progress: its chain of thought goes back to the model
         assert sent.prompt is not None
         assert "<|channel|>analysis<|message|>Plan A: list files.<|end|>" in sent.prompt
     _turn(client, model, history, "Thanks")
     third = upstream.model_requests()[-1]
+    if wire == "bedrock":
+        thoughts = [
+            b["reasoningContent"]["reasoningText"]["text"]
+            for m in third.json["messages"]
+            for b in m["content"]
+            if "reasoningContent" in b
+        ]
+        assert thoughts == ["Plan A: list files.", "Files seen, answer."]
     if wire == "chat":
         assert [m.get("reasoning_content") for m in third.json["messages"][1:]] == [
             "Plan A: list files.",
@@ -465,7 +487,7 @@ def test_item_reference_to_another_tenant_or_a_deleted_response_is_item_not_foun
 # -- raw reasoning shown as summaries -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("wire", ["chat", "harmony"])
+@pytest.mark.parametrize("wire", ["chat", "harmony", "bedrock"])
 def test_raw_reasoning_streams_as_summary_events_through_the_strict_helper(
     client: openai.OpenAI, http: httpx.Client, upstream: ScriptedUpstream, wire: str
 ) -> None:

@@ -148,6 +148,7 @@ def test_budgets_set_in_the_console_are_enforced_without_a_budgets_table(
     raw: dict[str, Any] = {
         "providers": [
             {"name": p.name, "base_url": p.base_url, "api": p.api, "models": list(p.models)}
+            | ({"aws_region": p.aws_region} if p.aws_region else {})  # a Bedrock provider's
             for p in stack.config.providers
         ],
         "operators": ["ops"],

@@ -18,13 +18,19 @@ import pytest
 from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
 from responses_gateway.loop.compaction import SUMMARY_INSTRUCTIONS, SUMMARY_PREFIX
+from responses_gateway.testing.bedrock import as_chat
 from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, Turn
 from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
 from .conftest import MODELS, UPSTREAM_KEY, Stack
 
-SMALL = {"chat": "small-chat", "responses": "small-responses", "harmony": "small-harmony"}
+SMALL = {
+    "chat": "small-chat",
+    "responses": "small-responses",
+    "harmony": "small-harmony",
+    "bedrock": "small-bedrock",
+}
 """Models with a configured window of :data:`WINDOW` tokens, one per wire."""
 WINDOW = 600
 
@@ -42,7 +48,18 @@ def small_gateway(stack: Stack) -> Iterator[RunningServer]:
             "context_window": WINDOW,
         }
         for wire, model in SMALL.items()
+        if wire != "bedrock"
     ]
+    providers.append(  # signed, not keyed; the runtime endpoint has no /v1
+        {
+            "name": "small-bedrock",
+            "base_url": stack.upstream_server.url,
+            "api": "bedrock",
+            "aws_region": "us-east-1",
+            "models": [SMALL["bedrock"]],
+            "context_window": WINDOW,
+        }
+    )
     providers.append({"name": "agents", "base_url": base, "api": "chat", "models": ["gpt-4.1"]})
     config = parse_config({"providers": providers})
     assert stack.store is not None
@@ -122,6 +139,8 @@ def test_compact_keeps_user_messages_as_item_resources(
 ) -> None:
     if wire == "responses":
         pytest.skip("the Responses upstream compacts natively: see the passthrough test")
+    if wire == "bedrock":
+        pytest.skip("Bedrock takes images as bytes: a URL is refused (tests/adapters/test_bedrock)")
     upstream.push(Turn(text="An image was shown."))
     image = {"type": "input_image", "image_url": "https://example.com/cat.png", "detail": None}
     compacted = client.responses.with_raw_response.compact(
@@ -232,7 +251,11 @@ _MODEL_PATHS = ("/v1/chat/completions", "/v1/responses", "/v1/completions")
 
 
 def _model_calls(upstream: ScriptedUpstream) -> list[RecordedRequest]:
-    return [r for r in upstream.model_requests() if r.path in _MODEL_PATHS]
+    return [
+        r
+        for r in upstream.model_requests()
+        if r.path in _MODEL_PATHS or r.path.startswith("/model/")
+    ]
 
 
 def _words(n: int, tag: str) -> str:
@@ -309,6 +332,16 @@ WORDINGS = {
             "code": 400,
         }
     },
+    "bedrock": {"message": "Input is too long for requested model."},
+    "bedrock-anthropic": {
+        "message": "The model returned the following errors: input length and `max_tokens` "
+        "exceed context limit: 190000 + 20000 > 200000, decrease input length or `max_tokens` "
+        "and try again"
+    },
+    "bedrock-nova": {
+        "message": "Too many input tokens. Max input tokens: 300000, request input "
+        "token count: 300001"
+    },
     "openai": {
         "error": {
             "message": "Your input exceeds the context window of this model. Please adjust "
@@ -365,6 +398,8 @@ def test_input_tokens_equal_the_upstream_tokenizer(
             {"role": "user", "content": "seven eight nine ten eleven"},
         ],
     }
+    if wire == "bedrock":
+        pytest.skip("Bedrock's CountTokens is not called yet: its counts are estimates")
     raw = client.responses.input_tokens.with_raw_response.count(**body)
     counted = raw.parse()
     assert raw.headers["x-token-count-source"] == ("harmony" if wire == "harmony" else "upstream")
@@ -388,7 +423,7 @@ def test_input_tokens_without_a_model_is_an_estimate(http: httpx.Client) -> None
 
 
 def _prompt_tokens(request: RecordedRequest) -> int:
-    body = request.json
+    body = as_chat(request)  # Bedrock's Converse: as chat
     if request.path == "/v1/completions":
         return len(body["prompt"])
     counted = (

@@ -9,6 +9,7 @@ upstream with their type; lowered items reach a function wire as what their row 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ import openai
 import pytest
 
 from responses_gateway.protocol.contract import CREATE_FIELDS, INPUT_ITEMS
+from responses_gateway.testing.bedrock import as_chat
 from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.sdk_instances import INPUT_INSTANCES, validated
 from responses_gateway.tool_kinds import HOSTED_ITEM_TYPES, hosted_seen
@@ -48,7 +50,7 @@ def test_input_item_handling_matches_its_row(
 
     status, error = _send(client, model, items)
 
-    sent = [r.json for r in upstream.model_requests()]
+    sent = [as_chat(r) for r in upstream.model_requests()]  # Bedrock's Converse: as chat
     if handling.fate == "refused":
         assert status == 400
         assert sent == []
@@ -64,7 +66,8 @@ def test_input_item_handling_matches_its_row(
     assert name not in [m.get("type") for m in payload.get("messages") or []]
     row = INPUT_ITEMS[name]
     if row.lower is not None:
-        seen = _shown(payload) if wire == "chat" else upstream.model_requests()[-1].prompt or ""
+        function_wire = wire in ("chat", "bedrock")
+        seen = _shown(payload) if function_wire else upstream.model_requests()[-1].prompt or ""
         item = next(i for i in items if i["type"] == name)
         result = hosted_seen(item) if name in HOSTED_ITEM_TYPES else None
         if result is not None:  # the tool-kind table replays it as a call and its result
@@ -72,7 +75,10 @@ def test_input_item_handling_matches_its_row(
             return
         for lowered in row.lower(item):
             shown = lowered.get("content") or lowered.get("arguments") or lowered.get("output")
-            assert _text(shown) in seen, f"{name} on {wire}: {lowered} not shown"
+            text = _text(shown)
+            if wire == "bedrock" and lowered.get("arguments"):  # Converse sends parsed JSON
+                text = json.dumps(json.loads(text), separators=(",", ":"))
+            assert text in seen, f"{name} on {wire}: {lowered} not shown"
 
 
 def _text(value: Any) -> str:
@@ -150,6 +156,10 @@ FIELD_CASES: dict[
                 and "type ping" not in _prompt(r)
                 and "Call one of the functions now" in _prompt(r)
             ),
+            "bedrock": lambda r: (
+                r.json["toolConfig"]["toolChoice"] == {"any": {}}
+                and [t["toolSpec"]["name"] for t in r.json["toolConfig"]["tools"]] == ["pong"]
+            ),
         },
     ),
     "parallel_tool_calls": (
@@ -158,6 +168,7 @@ FIELD_CASES: dict[
         {
             "chat": lambda r: r.json["parallel_tool_calls"] is False,
             "harmony": lambda r: True,  # the answer is checked: one call surfaced
+            "bedrock": lambda r: True,  # the answer is read: one call surfaced
         },
     ),
     "text": (
@@ -166,6 +177,9 @@ FIELD_CASES: dict[
         {
             "chat": lambda r: r.json["response_format"]["type"] == "json_schema",
             "harmony": lambda r: "# Response Formats\n\n## place" in _prompt(r),
+            "bedrock": lambda r: (
+                r.json["outputConfig"]["textFormat"]["structure"]["jsonSchema"]["name"] == "place"
+            ),
         },
     ),
     "top_logprobs": (
@@ -188,20 +202,26 @@ def test_create_field_handling_matches_its_row(
     params, turn, checks = FIELD_CASES[name]
     upstream.push(turn)
     handling = CREATE_FIELDS[name].on(wire)
+    if handling.fate == "refused":  # e.g. top_logprobs on Bedrock: a 400 naming it
+        with pytest.raises(openai.BadRequestError) as raised:
+            client.responses.create(model=model, input="go", **params)
+        assert raised.value.body["param"] == name  # type: ignore[index]
+        assert upstream.model_requests() == []
+        return
 
     response = client.responses.create(model=model, input="go", **params)
 
     sent = upstream.model_requests()[-1]
-    assert handling.fate in ("relayed", "lowered") or (name, wire) == (
-        "parallel_tool_calls",
-        "harmony",  # applied by the gateway: the completion is read up to its first call
+    assert handling.fate in ("relayed", "lowered") or (name, wire) in (
+        ("parallel_tool_calls", "harmony"),  # applied by the gateway: read to its first call
+        ("parallel_tool_calls", "bedrock"),  # applied by the gateway: the first toolUse only
     ), (name, wire)
     if wire == "responses":
         assert sent.json[name] == params[name]
     else:
         assert checks[wire](sent), (name, wire, sent.json)
     if name == "parallel_tool_calls":  # chat and responses servers enforce it themselves
-        assert len(response.output) == (1 if wire == "harmony" else 2)
+        assert len(response.output) == (1 if wire in ("harmony", "bedrock") else 2)
 
 
 IMAGE_URL = "https://example.com/cat.png"

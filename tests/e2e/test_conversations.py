@@ -9,6 +9,7 @@ import httpx
 import openai
 import pytest
 
+from responses_gateway.testing.bedrock import as_chat
 from responses_gateway.testing.script import ScriptedUpstream, Turn
 
 pytestmark = pytest.mark.stores("dynamodb", "sqlite")
@@ -113,7 +114,7 @@ def test_responses_in_a_conversation_see_and_extend_its_items(
     client.responses.create(model=model, conversation=conversation.id, input="Who am I?")
 
     request = upstream.model_requests()[-1]
-    body = request.json
+    body = as_chat(request)  # Bedrock's Converse: as chat
     if wire == "harmony":
         assert request.prompt is not None
         assert request.prompt.split("<|end|>", 1)[1] == (
@@ -121,6 +122,12 @@ def test_responses_in_a_conversation_see_and_extend_its_items(
             "<|start|>assistant<|channel|>final<|message|>Hello Ada.<|end|>"
             "<|start|>user<|message|>Who am I?<|end|><|start|>assistant"
         )
+    elif wire == "bedrock":  # Converse merges consecutive user messages into one
+        assert body["messages"] == [
+            {"role": "user", "content": "I am Ada.\nHi!"},
+            {"role": "assistant", "content": "Hello Ada."},
+            {"role": "user", "content": "Who am I?"},
+        ]
     elif wire == "chat":
         assert body["messages"] == [
             {"role": "user", "content": "I am Ada."},

@@ -22,15 +22,16 @@ from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
 from responses_gateway.mcp.security import McpPolicy
 from responses_gateway.store.dynamo import DynamoStore
+from responses_gateway.testing.bedrock import as_chat
 from responses_gateway.testing.harmony import read_prompt
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import MODELS, TABLE, Stack
+from .conftest import MODELS, TABLE, Stack, wire_provider
 
-LOWERED = ["chat", "harmony"]
+LOWERED = ["chat", "harmony", "bedrock"]
 
 
 @dataclass(frozen=True)
@@ -177,13 +178,12 @@ def backends() -> Iterator[RunningMcpServer]:
 @pytest.fixture(scope="module")
 def gateway(stack: Stack, backends: RunningMcpServer) -> Iterator[RunningServer]:
     """A gateway whose operator gave every hosted kind a backend on the loopback MCP server."""
-    base = f"{stack.upstream_server.url}/v1"
     tools = {"web_search": "search", "file_search": "find_files"}
     tools |= {"code_interpreter": "run_python", "image_generation": "draw"}
     config = parse_config(
         {
             "providers": [
-                {"name": wire, "base_url": base, "api": wire, "models": [model]}
+                wire_provider(wire, model, stack.upstream_server.url)
                 for wire, model in MODELS.items()
             ],
             "mcp_servers": [{"server_label": "hosted", "url": backends.url}],
@@ -279,7 +279,7 @@ def test_backed_hosted_tool_streams_openai_item_and_events(
         partial = events[start + 3]
         assert (partial["partial_image_index"], partial["partial_image_b64"]) == (0, "iVBO")
     assert backends.log.calls == [hosted.backend]
-    first, second = (r.json for r in upstream.model_requests()[-2:])
+    first, second = (as_chat(r) for r in upstream.model_requests()[-2:])
     assert _offered(first) == [hosted.exposed]
     assert _tool_results(second) == [hosted.seen_now]
 
@@ -338,7 +338,7 @@ def test_a_failing_backend_makes_a_failed_item_and_tells_the_model(
     call = final["output"][0]
     assert (call["status"], call["outputs"]) == ("failed", None)
     assert "response.code_interpreter_call.completed" not in [e["type"] for e in events]
-    seen = _tool_results(upstream.model_requests()[-1].json)
+    seen = _tool_results(as_chat(upstream.model_requests()[-1]))
     assert seen == ["The tool failed: Error executing tool run_python: Traceback: boom"]
 
 
@@ -377,7 +377,7 @@ def test_backed_results_replay_on_later_turns(
     second = api.post("/responses", json=follow).json()
 
     assert second["status"] == "completed", second
-    transcript = _conversation(upstream.model_requests()[-1].json)
+    transcript = _conversation(as_chat(upstream.model_requests()[-1]))
     assert [m["role"] for m in transcript] == ["user", "assistant", "tool", "assistant", "user"]
     assert transcript[2]["content"] == hosted.seen_later
     if wire == "chat":

@@ -23,6 +23,7 @@ from responses_gateway.app import create_app
 from responses_gateway.config import parse_config
 from responses_gateway.mcp.security import McpPolicy
 from responses_gateway.testing.answers import calls_every_turn, forced_function, obeys_tool_choice
+from responses_gateway.testing.bedrock import as_chat
 from responses_gateway.testing.harmony import read_prompt
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
 from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, Turn
@@ -35,8 +36,8 @@ pytestmark = pytest.mark.stores("sqlite")
 
 CAP = 5
 """The capped providers' ``max_model_calls``."""
-WIRES = ("chat", "responses", "harmony")
-LOWERED = ("chat", "harmony")
+WIRES = ("chat", "responses", "harmony", "bedrock")
+LOWERED = ("chat", "harmony", "bedrock")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,18 @@ def gateway(stack: Stack, hosted: RunningMcpServer) -> Iterator[RunningServer]:
     providers: list[dict[str, Any]] = [
         {"name": w, "base_url": base, "api": w, "models": [w], "max_model_calls": CAP}
         for w in WIRES
+        if w != "bedrock"
     ]
+    providers.append(  # signed with the runtime's credentials; the endpoint has no /v1
+        {
+            "name": "bedrock",
+            "base_url": stack.upstream_server.url,
+            "api": "bedrock",
+            "aws_region": "us-east-1",
+            "models": ["bedrock"],
+            "max_model_calls": CAP,
+        }
+    )
     providers.append(
         {"name": "slow", "base_url": base, "api": "chat", "models": ["slow"], "max_loop_seconds": 1}
     )
@@ -100,7 +112,7 @@ def _forced(request: RecordedRequest) -> str | None:
         prompt = read_prompt(request.json)
         assert prompt is not None
         return forced_function(prompt.chat_view)
-    return forced_function(request.json)
+    return forced_function(as_chat(request))  # Bedrock's Converse: as chat
 
 
 def _offered(request: RecordedRequest) -> list[str]:
@@ -108,7 +120,8 @@ def _offered(request: RecordedRequest) -> list[str]:
         prompt = read_prompt(request.json)
         assert prompt is not None
         return [t["function"]["name"] for t in prompt.chat_view["tools"]]
-    return [t.get("name") or t["function"]["name"] for t in request.json.get("tools") or []]
+    body = as_chat(request)  # Bedrock's Converse: as chat
+    return [t.get("name") or t["function"]["name"] for t in body.get("tools") or []]
 
 
 def _create(client: openai.OpenAI, mode: str, **create: Any) -> Any:

@@ -12,11 +12,12 @@ import httpx
 import openai
 import pytest
 
+from responses_gateway.testing.bedrock import as_chat, signature_of
 from responses_gateway.testing.mcp_servers import RunningMcpServer, start_mcp_server
 from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import Stack
+from .conftest import MODELS, Stack
 
 pytestmark = pytest.mark.stores("dynamodb", "sqlite")
 
@@ -59,7 +60,8 @@ def _offered(request: RecordedRequest) -> list[str]:
     """The names of the tools a model call offered."""
     if request.prompt is not None:  # harmony: declared in the developer message
         return re.findall(r"^type (\w+) = ", request.prompt, re.MULTILINE)
-    return [t.get("name") or t["function"]["name"] for t in request.json.get("tools") or []]
+    body = as_chat(request)  # Bedrock's Converse: as chat
+    return [t.get("name") or t["function"]["name"] for t in body.get("tools") or []]
 
 
 def test_single_mcp_call_runs_and_the_model_answers(
@@ -101,7 +103,7 @@ def test_single_mcp_call_runs_and_the_model_answers(
             "<|start|>assistant"
         )
     else:
-        last = second.json.get("messages") or second.json.get("input")
+        last = as_chat(second).get("messages") or second.json.get("input")
         assert "5.0" in json.dumps(last[-1])
 
 
@@ -519,3 +521,38 @@ async def test_openai_agents_hosted_mcp_tool_with_and_without_approval(
     result = await Runner.run(agent, "4+4?", run_config=run)
     assert asked == ["add"]
     assert result.final_output == "It is 8."
+
+
+@pytest.mark.parametrize("wire", ["responses", "bedrock"])
+def test_the_upstreams_own_reasoning_blob_goes_back_to_it_between_gateway_calls(
+    client: openai.OpenAI, upstream: ScriptedUpstream, calc: RunningMcpServer, wire: str
+) -> None:
+    """Within one response the model's reasoning before a gateway-run call goes back to it with
+    its own blob (a Responses upstream's encrypted_content, Bedrock's signature), not the
+    gateway's seal, which only the client sees."""
+    blob = "gAAAA-upstream-blob" if wire == "responses" else None
+    upstream.push(
+        Turn(
+            reasoning="Add them.",
+            encrypted_content=blob,
+            tool_calls=[_call("add", '{"a":2,"b":3}', "c1")],
+        ),
+        Turn(text="5"),
+    )
+    response = client.responses.create(
+        model=MODELS[wire],
+        input="2+3?",
+        tools=[_tool(calc)],  # type: ignore[list-item]
+        include=["reasoning.encrypted_content"],
+    )
+    assert response.output_text == "5"
+    sealed = next(i for i in response.output if i.type == "reasoning").encrypted_content
+    assert sealed is not None and sealed.startswith("rgw1.")
+    second = upstream.model_requests()[-1].json
+    if wire == "responses":
+        sent = [i for i in second["input"] if i.get("type") == "reasoning"]
+        assert [i["encrypted_content"] for i in sent] == [blob]
+    else:
+        blocks = [b for m in second["messages"] for b in m["content"] if "reasoningContent" in b]
+        thought = {"text": "Add them.", "signature": signature_of("Add them.")}
+        assert blocks == [{"reasoningContent": {"reasoningText": thought}}]

@@ -26,7 +26,7 @@ from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import MODELS, Stack
+from .conftest import MODELS, Stack, wire_provider
 
 OPERATOR_ENV_SECRET = "operator-only-value-5b2f"
 """Set in the time server's configured ``env``: it must never reach a response or the store."""
@@ -36,11 +36,10 @@ TIME_TOOL: dict[str, Any] = {"type": "mcp", "server_label": "time", "require_app
 
 @pytest.fixture(scope="module")
 def gateway(stack: Stack) -> Iterator[RunningServer]:
-    base = f"{stack.upstream_server.url}/v1"
     config = parse_config(
         {
             "providers": [
-                {"name": wire, "base_url": base, "api": wire, "models": [model]}
+                wire_provider(wire, model, stack.upstream_server.url)
                 for wire, model in MODELS.items()
             ],
             "mcp_servers": [

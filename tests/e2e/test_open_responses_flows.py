@@ -168,6 +168,8 @@ def test_an_image_input_completes(
     assert response["status"] == "completed" and response["output"]
     if wire == "harmony":  # gpt-oss reads text only: it is told what it cannot see
         assert "[An image was attached here" in _sent(upstream)
+    elif wire == "bedrock":  # Converse takes the image's bytes, its format apart
+        assert '"format": "png", "source": {"bytes": "' + RED_DOT.split(",")[1] in _sent(upstream)
     else:
         assert RED_DOT in _sent(upstream)
 

@@ -16,6 +16,7 @@ import httpx
 import openai
 import pytest
 
+from responses_gateway.testing.bedrock import as_chat
 from responses_gateway.testing.script import ScriptedUpstream, ToolCall, Turn
 
 from .conftest import UPSTREAM_KEY, Stack
@@ -35,7 +36,7 @@ def _user(text: str) -> dict[str, Any]:
 
 def _sent_items(upstream: ScriptedUpstream) -> list[dict[str, Any]]:
     """The last upstream request's transcript, in Responses item terms, ids dropped."""
-    body = upstream.model_requests()[-1].json
+    body = as_chat(upstream.model_requests()[-1])  # Bedrock's Converse: as chat
     if "messages" in body:
         return body["messages"]  # type: ignore[no-any-return]
     return [{k: v for k, v in item.items() if k != "id"} for item in body["input"]]
@@ -94,7 +95,7 @@ def test_three_turn_chain_with_function_calls_replays_exact_transcript(
         )
         return
     sent = _sent_items(upstream)
-    if wire == "chat":
+    if wire in ("chat", "bedrock"):
         assert sent == [
             {"role": "user", "content": "Weather in Oslo?"},
             {
@@ -188,7 +189,7 @@ def test_chain_through_every_item_type_lowers_mcp_and_keeps_control_items_back(
         )
         return
     sent = _sent_items(upstream)
-    if wire == "chat":
+    if wire in ("chat", "bedrock"):
         assert sent == [
             {"role": "user", "content": "Compute"},
             {

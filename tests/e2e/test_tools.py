@@ -26,7 +26,7 @@ from responses_gateway.testing.script import RelayedItem, ScriptedUpstream, Tool
 from responses_gateway.testing.server import RunningServer, run_in_thread
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
-from .conftest import MODELS, TABLE, Stack
+from .conftest import MODELS, TABLE, Stack, wire_provider
 
 NAMESPACE = {
     "type": "namespace",
@@ -621,12 +621,11 @@ def test_server_tool_search_runs_on_the_gateway_and_loads_the_matches(
 @pytest.fixture(scope="module")
 def backed(stack: Stack) -> Iterator[RunningServer]:
     """A gateway whose operator gave ``web_search`` a backend: a loopback MCP search server."""
-    base = f"{stack.upstream_server.url}/v1"
     with start_mcp_server("search") as search:
         config = parse_config(
             {
                 "providers": [
-                    {"name": wire, "base_url": base, "api": wire, "models": [model]}
+                    wire_provider(wire, model, stack.upstream_server.url)
                     for wire, model in MODELS.items()
                 ],
                 "mcp_servers": [{"server_label": "search", "url": search.url}],

@@ -38,6 +38,8 @@ KEYS = {
 TENANT_OF = {"alpha2": "alpha"}
 MODEL = "scripted-chat"
 OTHER_MODEL = "scripted-responses"
+BEDROCK_MODEL = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+"""Served by a Bedrock provider and priced by Bedrock's list prices (no ``prices`` entry)."""
 
 
 @dataclass
@@ -75,6 +77,13 @@ def usage_stack() -> Iterator[UsageStack]:
             "providers": [
                 {"name": "chat", "base_url": base, "api": "chat", "models": [MODEL]},
                 {"name": "resp", "base_url": base, "api": "responses", "models": [OTHER_MODEL]},
+                {
+                    "name": "bedrock",
+                    "base_url": upstream_server.url,
+                    "api": "bedrock",
+                    "aws_region": "us-east-1",
+                    "models": [BEDROCK_MODEL],
+                },
             ],
             "prices": {MODEL: {"input": 2, "cached_input": 1, "output": 8}},
             "budgets": {
@@ -201,6 +210,25 @@ def stack_entry(stack: UsageStack, tenant: str, response_id: str) -> dict[str, A
         "reasoning_tokens": counts.reasoning_tokens,
         "cost_usd": str(float(counts.cost_usd)),
     }
+
+
+def test_bedrock_cache_reads_and_writes_are_priced_at_bedrocks_list_prices(
+    stack: UsageStack,
+) -> None:
+    usage = Usage(2_000, 100, cached_tokens=1_000, cache_write_tokens=500)
+    stack.upstream.push(Turn(text="cached", usage=usage))
+    answer = stack.client("beta").responses.with_raw_response.create(
+        model=BEDROCK_MODEL, input="a long shared prefix"
+    )
+    body = answer.http_response.json()
+    assert body["usage"]["input_tokens"] == 2_000
+    assert body["usage"]["input_tokens_details"] == {
+        "cached_tokens": 1_000,
+        "cache_write_tokens": 500,
+    }
+    # Claude Sonnet 4.5: $3 input, $0.30 cache read, $3.75 cache write, $15 output per 1M tokens
+    expected = (500 * 3 + 1_000 * 0.30 + 500 * 3.75 + 100 * 15) / 1_000_000
+    assert float(stack_entry(stack, "beta", body["id"])["cost_usd"]) == pytest.approx(expected)
 
 
 def test_twenty_concurrent_responses_of_one_tenant_are_totalled_exactly(

@@ -137,6 +137,34 @@ def test_harmony_honours_every_field_and_include_value_it_has_the_data_for() -> 
         assert INCLUDE_VALUES["message.input_image.image_url"].on(wire).fate == "gateway"
 
 
+def test_bedrock_refuses_only_what_converse_has_no_equivalent_for() -> None:
+    refused = {
+        name
+        for name, row in CREATE_FIELDS.items()
+        if row.bedrock is not None and row.bedrock.fate == "refused"
+    }
+    assert refused == {"presence_penalty", "frequency_penalty", "top_logprobs"}
+    forwarded = {
+        name: row.on("bedrock").sent_as
+        for name, row in CREATE_FIELDS.items()
+        if row.on("bedrock").fate in ("relayed", "lowered")
+    }
+    assert forwarded == {
+        "model": "modelId",
+        "input": "messages",
+        "instructions": "system",
+        "tools": "toolConfig",
+        "tool_choice": "toolConfig",
+        "max_output_tokens": "inferenceConfig",
+        "temperature": "inferenceConfig",
+        "top_p": "inferenceConfig",
+        "user": "requestMetadata",
+        "reasoning": "additionalModelRequestFields",
+        "text": "outputConfig",
+        "service_tier": "serviceTier",
+    }
+
+
 _CHECKED_BODIES = [
     {"model": "m", "input": "hi"},
     {"model": "m", "service_tier": "flex", "prompt_cache_key": "k", "moderation": {}},
@@ -171,17 +199,20 @@ def test_check_request_reads_only_the_checked_fields(wire: str, body: dict[str, 
 
 _REFUSALS = [
     # (field, value, the wires that refuse it)
-    ("moderation", {"model": "omni-moderation-latest"}, {"chat", "harmony"}),
-    ("access_programs", {"cyber": "standard"}, {"chat", "harmony"}),
-    ("prompt_cache_options", {"mode": "explicit"}, {"chat", "harmony"}),
-    ("prompt_cache_retention", "24h", {"chat", "harmony"}),
-    ("image", {"context_compression": "enabled"}, {"chat", "harmony"}),
+    ("moderation", {"model": "omni-moderation-latest"}, {"chat", "harmony", "bedrock"}),
+    ("access_programs", {"cyber": "standard"}, {"chat", "harmony", "bedrock"}),
+    ("prompt_cache_options", {"mode": "explicit"}, {"chat", "harmony", "bedrock"}),
+    ("prompt_cache_retention", "24h", {"chat", "harmony", "bedrock"}),
+    ("image", {"context_compression": "enabled"}, {"chat", "harmony", "bedrock"}),
     ("image", {"context_compression": "disabled"}, set()),
-    ("background_options", {"completion_window": "2h"}, {"chat", "responses", "harmony"}),
-    ("background_options", {"continuation_id": "c1"}, {"chat", "responses", "harmony"}),
+    ("background_options", {"completion_window": "2h"}, {*WIRES}),
+    ("background_options", {"continuation_id": "c1"}, {*WIRES}),
     ("background_options", {"completion_window": "soonest"}, set()),
     ("service_tier", "flex", {"harmony"}),
+    ("service_tier", "scale", {"harmony", "bedrock"}),
     ("service_tier", "default", set()),
+    ("presence_penalty", 0.5, {"bedrock"}),
+    ("top_logprobs", 2, {"bedrock"}),
 ]
 
 
@@ -260,7 +291,7 @@ def test_every_incomplete_reason_the_gateway_emits_is_named() -> None:
 
 def test_wire_refusals_name_each_wire_that_refuses_what_the_request_sets() -> None:
     refusals = wire_refusals({"model": "m", "prompt_cache_retention": "24h", "temperature": 0.2})
-    assert sorted(refusals) == ["chat", "harmony"]
+    assert sorted(refusals) == ["bedrock", "chat", "harmony"]
     assert {error.param for error in refusals.values()} == {"prompt_cache_retention"}
     assert wire_refusals({"model": "m", "temperature": 0.2}) == {}
     shell = wire_refusals({"tools": [{"type": "function", "name": "f"}], "moderation": None})

@@ -1,7 +1,9 @@
 """Endpoint selection: which wire format a provider is spoken to in.
 
-Owns the ``api`` setting of a provider: ``chat``, ``responses`` and ``harmony`` are pinned and
-never change; ``auto`` picks Responses for OpenAI's own hosts (``openai.com`` and its subdomains,
+Owns the ``api`` setting of a provider: ``chat``, ``responses``, ``harmony`` and ``bedrock``
+(Amazon Bedrock's Converse API) are pinned and never change; a provider with ``aws_sigv4`` has
+its calls signed with the runtime's own AWS credentials (Bedrock's OpenAI-compatible
+endpoints); ``auto`` picks Responses for OpenAI's own hosts (``openai.com`` and its subdomains,
 matched as a suffix on the parsed host, so ``api.openai.com.evil.example`` is not one) and Chat
 Completions elsewhere. Under ``auto``, an upstream error that says the model needs the Responses
 API latches a sticky, process-wide upgrade of that provider to Responses and re-issues the same
@@ -127,18 +129,46 @@ def make_adapter(
     return RedactingAdapter(_wire_adapter(provider, client, latch), secrets)
 
 
+def _signing(provider: Provider) -> httpx.Auth | None:
+    """SigV4 with the runtime's credentials, for a provider that asks for it (Bedrock)."""
+    if not provider.aws_sigv4 or provider.aws_region is None:
+        return None
+    from responses_gateway.adapters.aws_auth import SigV4
+
+    return SigV4(provider.aws_region, provider.aws_service)
+
+
 def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeLatch) -> Adapter:
+    if provider.api == "bedrock":
+        from responses_gateway.adapters.bedrock import BedrockAdapter, BedrockOptions
+
+        return BedrockAdapter(
+            client,
+            provider.base_url,
+            provider.aws_region or "",
+            provider.api_key,
+            dict(provider.headers),
+            timeout=provider.timeout,
+            options=BedrockOptions(
+                provider.additional_model_request_fields, cache_points=provider.cache_points
+            ),
+            streaming=provider.streaming,
+            auth=_signing(provider),
+        )
     args = (client, provider.base_url, provider.api_key, dict(provider.headers))
     timeout = provider.timeout
+    auth = _signing(provider)
     options = ChatOptions(
         send_reasoning_content=provider.send_reasoning_content,
         send_verbosity=provider.send_verbosity,
     )
     streaming = provider.streaming
     if provider.api == "chat":
-        return ChatCompletionsAdapter(*args, timeout=timeout, options=options, streaming=streaming)
+        return ChatCompletionsAdapter(
+            *args, timeout=timeout, options=options, streaming=streaming, auth=auth
+        )
     if provider.api == "responses":
-        return ResponsesAdapter(*args, timeout=timeout)
+        return ResponsesAdapter(*args, timeout=timeout, auth=auth)
     if provider.api == "harmony":
         return HarmonyAdapter(*args, timeout=timeout, streaming=streaming)
     if auto_wire(provider.base_url) == "responses":

@@ -154,6 +154,8 @@ class UpstreamEndpoint:
     """Seconds to wait for upstream bytes (connecting: 10 s); None keeps the client's own."""
     target: httpx.URL | None = None
     """``url`` parsed once (every call would parse the string again); None: parse ``url``."""
+    auth: httpx.Auth | None = None
+    """Signs each request (SigV4 for Bedrock's OpenAI-compatible endpoints); None: the key."""
 
     @classmethod
     def at(
@@ -164,6 +166,7 @@ class UpstreamEndpoint:
         api_key: str | None,
         headers: dict[str, str] | None,
         timeout: float | None,
+        auth: httpx.Auth | None = None,
     ) -> UpstreamEndpoint:
         """``{base_url}{path}``, with ``Authorization: Bearer`` only when a key is set."""
         merged = {"Accept": "text/event-stream", **(headers or {})}
@@ -176,6 +179,7 @@ class UpstreamEndpoint:
             headers=merged,
             timeout=None if timeout is None else httpx.Timeout(timeout, connect=10.0),
             target=_parsed(url),
+            auth=auth,
         )
 
     @contextlib.asynccontextmanager
@@ -192,9 +196,15 @@ class UpstreamEndpoint:
             UpstreamProtocolError: the body could not be decoded.
         """
         timeout = httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout
+        auth = httpx.USE_CLIENT_DEFAULT if self.auth is None else self.auth
         try:
             async with self.client.stream(
-                "POST", self.target or self.url, json=payload, headers=self.headers, timeout=timeout
+                "POST",
+                self.target or self.url,
+                json=payload,
+                headers=self.headers,
+                timeout=timeout,
+                auth=auth,
             ) as response:
                 if not response.is_success:
                     raw = (await response.aread()).decode("utf-8", errors="replace")
@@ -224,9 +234,10 @@ class UpstreamEndpoint:
         """
         headers = {**self.headers, "Accept": "application/json"}
         timeout = httpx.USE_CLIENT_DEFAULT if self.timeout is None else self.timeout
+        auth = httpx.USE_CLIENT_DEFAULT if self.auth is None else self.auth
         try:
             response = await self.client.post(
-                self.target or self.url, json=payload, headers=headers, timeout=timeout
+                self.target or self.url, json=payload, headers=headers, timeout=timeout, auth=auth
             )
         except (httpx.TransportError, httpx.DecodingError) as exc:
             raise _call_failed(exc) from exc
@@ -270,6 +281,7 @@ class EndpointAdapter:
         timeout: seconds to wait for upstream bytes (connecting: 10 s); None keeps the
             client's own timeouts.
         streaming: how answers are asked for (:data:`Streaming`, the provider's ``streaming``).
+        auth: signs each request (SigV4 against Bedrock's OpenAI-compatible endpoints).
     """
 
     path: ClassVar[str]
@@ -283,8 +295,11 @@ class EndpointAdapter:
         headers: dict[str, str] | None = None,
         timeout: float | None = None,
         streaming: Streaming = "auto",
+        auth: httpx.Auth | None = None,
     ) -> None:
-        self._endpoint = UpstreamEndpoint.at(client, base_url, self.path, api_key, headers, timeout)
+        self._endpoint = UpstreamEndpoint.at(
+            client, base_url, self.path, api_key, headers, timeout, auth
+        )
         self.streaming: Streaming = streaming
 
 

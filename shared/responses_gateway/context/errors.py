@@ -45,6 +45,14 @@ CONTEXT_LENGTH_WORDINGS: dict[str, re.Pattern[str]] = {
     "prompt is too long": re.compile(r"prompt is too long", re.I),
     # TGI / SGLang: "`inputs` tokens + `max_new_tokens` must be <= 4096"
     "max_new_tokens": re.compile(r"tokens \+ `?max_new_tokens`? must be <=", re.I),
+    # Amazon Bedrock (a ValidationException): "Input is too long for requested model."
+    "input is too long": re.compile(r"input is too long for requested model", re.I),
+    # Bedrock, Anthropic's models: "input length and `max_tokens` exceed context limit: ..."
+    "exceed context limit": re.compile(
+        r"input length and `?max_tokens`? exceed context limit", re.I
+    ),
+    # Bedrock, Amazon Nova: "Too many input tokens. Max input tokens: 300000, ..."
+    "too many input tokens": re.compile(r"too many input tokens", re.I),
 }
 """Upstream wordings of a context-length error (upstream code ``context_length_exceeded`` and
 llama.cpp's type ``exceed_context_size_error`` are recognised as well)."""

@@ -106,6 +106,8 @@ class WindowDirectory:
             return None
 
     async def _discover(self, provider: Provider) -> dict[str, int]:
+        if provider.api == "bedrock":  # the runtime lists no models (configure the windows)
+            return {}
         listing = await self._get(provider, provider.base_url.rstrip("/") + "/models")
         windows = windows_of_listing(listing)
         data = listing.get("data") if isinstance(listing, dict) else None

@@ -69,7 +69,7 @@ from responses_gateway.loop.limits import (
 )
 from responses_gateway.loop.output import OutputWriter, snapshot
 from responses_gateway.loop.prepared import model_transcript
-from responses_gateway.loop.reasoning import ReasoningPolicy
+from responses_gateway.loop.reasoning import ReasoningPolicy, restore_reasoning
 from responses_gateway.loop.render import render_response
 from responses_gateway.loop.state import (
     CallLlm,
@@ -148,9 +148,12 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
 
     The client's tools and the transcript are shown to the adapter's wire through the tool-kind
     table (:func:`responses_gateway.tool_kinds.tool_view`): relayed on the Responses wire,
-    lowered to functions elsewhere. Once the tool budget is spent, the model is called with no
-    tools at all, to answer; once a forced ``tool_choice`` was honoured by a gateway call, the
-    model is called with ``auto`` (:func:`~responses_gateway.loop.limits.effective_tool_choice`).
+    lowered to functions elsewhere. Reasoning this response already produced is restored from
+    the gateway's seal (:func:`~responses_gateway.loop.reasoning.restore_reasoning`), as a
+    client's replayed reasoning is, so the model gets its own blob back. Once the tool budget is
+    spent, the model is called with no tools at all, to answer; once a forced ``tool_choice`` was
+    honoured by a gateway call, the model is called with ``auto``
+    (:func:`~responses_gateway.loop.limits.effective_tool_choice`).
     """
     request = state.request
     check_request(request, ctx.adapter.wire)  # refused tools (the service checked them first)
@@ -158,7 +161,8 @@ def build_model_call(state: LoopState, ctx: LoopContext) -> ModelCall:
         {k: v for k, v in tool.items() if v is not None} for tool in request.get("tools") or []
     ]
     results = hosted_results(state)
-    transcript = model_transcript(state)
+    # this response's own reasoning is sealed for the client: the model gets its blob back
+    transcript = restore_reasoning(model_transcript(state), ctx.tenant, {})
     if ctx.adapter.wire in LOWERED_WIRES:  # what no function wire shows, as the contract says
         transcript = lower_context_items(transcript, keep=results)
     choice = effective_tool_choice(state)

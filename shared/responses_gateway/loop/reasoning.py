@@ -47,7 +47,7 @@ PURPOSE = "reasoning"
 """The sealing purpose of reasoning ``encrypted_content``."""
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
 SUMMARY_MODES = frozenset({"auto", "concise", "detailed"})
-_SUMMARYLESS_WIRES = frozenset({"chat", "harmony"})
+_SUMMARYLESS_WIRES = frozenset({"chat", "harmony", "bedrock"})
 _PAYLOAD_VERSION = 1
 
 

@@ -2,11 +2,13 @@
 
 Owns one registry per family (:data:`TOOLS`, :data:`INPUT_ITEMS`, :data:`OUTPUT_ITEMS`,
 :data:`STREAM_EVENTS`, :data:`CREATE_FIELDS`, :data:`INCLUDE_VALUES`; all in :data:`FAMILIES`).
-A :class:`Row` says, per upstream wire (``chat``, ``responses``, ``harmony``), one
+A :class:`Row` says, per upstream wire (``chat``, ``responses``, ``harmony``, ``bedrock``), one
 :class:`Handling`: ``relayed`` exactly, ``lowered`` (to what), run by the ``gateway``, or
 ``refused`` / ``omitted`` under a named policy (``refused``: a 400 naming the field;
 ``omitted``: left out, with the reason in the row). The tool rows are derived from the tool-kind
-table (:mod:`responses_gateway.tool_kinds`), which stays the single source for tools.
+table (:mod:`responses_gateway.tool_kinds`), which stays the single source for tools. Bedrock's
+Converse API is a function wire: where its row gives no handling of its own, it handles a name as
+chat does (:meth:`Row.on`).
 
 It also owns the one place where input items no function wire can show become transcript items a
 model can use (:func:`lower_context_items`, driven by each input row's ``lower`` function): a
@@ -51,8 +53,8 @@ __all__ = [
     "lower_context_items",
 ]
 
-Wire = Literal["chat", "responses", "harmony"]
-WIRES: tuple[Wire, ...] = ("chat", "responses", "harmony")
+Wire = Literal["chat", "responses", "harmony", "bedrock"]
+WIRES: tuple[Wire, ...] = ("chat", "responses", "harmony", "bedrock")
 Fate = Literal["relayed", "lowered", "gateway", "refused", "omitted"]
 Lowering = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
@@ -83,8 +85,10 @@ class Row:
     responses: Handling
     harmony: Handling
     lower: Lowering | None = field(default=None, compare=False)
-    """Input items only: the items this one becomes on a function wire (chat, harmony) when the
-    tool-kind table does not lower it itself."""
+    """Input items only: the items this one becomes on a function wire (chat, harmony, bedrock)
+    when the tool-kind table does not lower it itself."""
+    bedrock: Handling | None = None
+    """Bedrock's Converse API; None: as :attr:`chat` (both are function wires)."""
 
     def on(self, wire: str) -> Handling:
         """The handling on ``wire``."""
@@ -94,6 +98,8 @@ class Row:
             return self.chat
         if wire == "harmony":
             return self.harmony
+        if wire == "bedrock":
+            return self.bedrock if self.bedrock is not None else self.chat
         raise KeyError(wire)
 
 
@@ -103,8 +109,9 @@ def _row(
     chat: Handling,
     harmony: Handling | None = None,
     lower: Lowering | None = None,
+    bedrock: Handling | None = None,
 ) -> Row:
-    return Row(name, chat, responses, harmony if harmony is not None else chat, lower)
+    return Row(name, chat, responses, harmony if harmony is not None else chat, lower, bedrock)
 
 
 def _all(name: str, handling: Handling) -> Row:
@@ -202,11 +209,22 @@ def _input_rows() -> tuple[Row, ...]:
     from responses_gateway.tool_kinds import HOSTED_ITEM_TYPES, ITEM_KINDS
 
     rows = [
-        _row("message", RELAYED, Handling("lowered", "a chat / harmony message")),
+        _row(
+            "message",
+            RELAYED,
+            Handling("lowered", "a chat / harmony message"),
+            bedrock=Handling(
+                "lowered",
+                "a user or assistant message's content blocks (consecutive items of one role "
+                "merged); system and developer messages as system blocks; images and files as "
+                "bytes (a URL or file_id: 400)",
+            ),
+        ),
         _row(
             "function_call",
             RELAYED,
             Handling("lowered", "an assistant tool call (chat tool_calls, harmony commentary)"),
+            bedrock=Handling("lowered", "a toolUse block (arguments as a JSON document)"),
         ),
         _row(
             "function_call_output",
@@ -216,6 +234,11 @@ def _input_rows() -> tuple[Row, ...]:
                 "the call's tool message; without call_id (a program's result) user context text",
             ),
             lower=_orphan_output,
+            bedrock=Handling(
+                "lowered",
+                "a toolResult block (text, images, files); without call_id (a program's "
+                "result) user context text",
+            ),
         ),
         _all("item_reference", Handling("gateway", "resolved from the store, then as its item")),
         _row(
@@ -231,6 +254,12 @@ def _input_rows() -> tuple[Row, ...]:
                 "otherwise omitted (chat has no reasoning input)",
             ),
             Handling("lowered", "an analysis-channel message"),
+            bedrock=Handling(
+                "lowered",
+                "a reasoningContent block when its encrypted_content holds Bedrock's signature "
+                "or redacted reasoning (sealed by the gateway); otherwise omitted (a model "
+                "refuses reasoning it did not sign)",
+            ),
         ),
         _all("mcp_list_tools", Handling("gateway", "the listing is reused; no upstream call")),
         _all("mcp_approval_request", Handling("gateway", "pairs with mcp_approval_response")),
@@ -272,6 +301,15 @@ def _input_rows() -> tuple[Row, ...]:
 
 # --------------------------------------------------------------------------- output items
 
+_BEDROCK_OUTPUT: dict[str, Handling] = {
+    "message": Handling("lowered", "from Converse text blocks"),
+    "function_call": Handling("lowered", "from toolUse blocks (input streamed as arguments)"),
+    "reasoning": Handling(
+        "lowered",
+        "from reasoningContent blocks: text, the signature or redacted content sealed into "
+        "encrypted_content",
+    ),
+}
 _OUTPUT_NOTES: dict[str, Handling] = {
     "message": Handling("lowered", "from chat content/refusal, harmony final channel"),
     "function_call": Handling("lowered", "from chat tool_calls, harmony commentary calls"),
@@ -303,7 +341,7 @@ def _output_rows(names: tuple[str, ...]) -> tuple[Row, ...]:
             )
         else:
             handling = _NEVER_OUTPUT
-        rows.append(_row(name, RELAYED, handling))
+        rows.append(_row(name, RELAYED, handling, bedrock=_BEDROCK_OUTPUT.get(name)))
     return tuple(rows)
 
 
@@ -370,7 +408,7 @@ def _event_rows() -> tuple[Row, ...]:
         _row(
             "response.output_text.annotation.added",
             RELAYED,
-            Handling("omitted", "chat and harmony upstreams send no annotations"),
+            Handling("omitted", "chat, harmony and Converse upstreams send no annotations"),
         ),
         _all("response.queued", Handling("gateway", "background responses, before they start")),
         _all(
@@ -441,30 +479,41 @@ def _one_tier(value: Any) -> bool:
     return value in ("auto", "default")
 
 
+def _bedrock_tier(value: Any) -> bool:
+    return value in ("auto", "default", "flex", "priority")
+
+
+_CONVERSE_HAS_NO = Handling("refused", "Converse has no such setting")
+
+
 def _field_rows() -> tuple[Row, ...]:
     rows = [
         _row(
             "model",
             _relayed("model"),
             _sent("model", "the provider's model name (routing, strip_prefix)"),
+            bedrock=_sent("modelId", "the URL's model id, inference profile id or ARN"),
         ),
         _row(
             "input",
             _sent("input", "the transcript: history, then input, as Responses items"),
             _sent("messages", "chat messages"),
             _sent(_IN_PROMPT, "harmony messages"),
+            bedrock=_sent("messages", "Converse messages (system messages: system blocks)"),
         ),
         _row(
             "instructions",
             _relayed("instructions"),
             _sent("messages", "a system message"),
             _sent(_IN_PROMPT, "the developer message's instructions"),
+            bedrock=_sent("system", "the first system block"),
         ),
         _row(
             "tools",
             _sent("tools", "relayed, gateway MCP tools added as functions"),
             _sent("tools", "functions, through the tool-kind table"),
             _sent(_IN_PROMPT, "the developer message's function namespace"),
+            bedrock=_sent("toolConfig", "toolConfig.tools toolSpecs, through the tool-kind table"),
         ),
         _row(
             "tool_choice",
@@ -482,6 +531,12 @@ def _field_rows() -> tuple[Row, ...]:
                 "only that tool shown, the instruction, the call checked; allowed_tools: "
                 "the tool list restricted to them, with its mode",
             ),
+            bedrock=_sent(
+                "toolConfig",
+                "toolConfig.toolChoice: auto, required as any, a named function as tool; "
+                "none: no tools sent (unless the transcript holds tool blocks, which Converse "
+                "then requires: the model is not forced)",
+            ),
         ),
         _row(
             "parallel_tool_calls",
@@ -492,34 +547,61 @@ def _field_rows() -> tuple[Row, ...]:
                 "false: the completion is read up to its first tool call; later calls are "
                 "discarded, never surfaced or run (one log line)",
             ),
+            bedrock=Handling(
+                "gateway", "false: toolUse blocks after the first are not reported or run"
+            ),
         ),
         _row(
             "max_output_tokens",
             _relayed("max_output_tokens"),
             _sent("max_tokens"),
             _sent("max_tokens"),
+            bedrock=_sent("inferenceConfig", "inferenceConfig.maxTokens"),
         ),
-        _row("temperature", _relayed("temperature"), _sent("temperature"), _sent("temperature")),
-        _row("top_p", _relayed("top_p"), _sent("top_p"), _sent("top_p")),
+        _row(
+            "temperature",
+            _relayed("temperature"),
+            _sent("temperature"),
+            _sent("temperature"),
+            bedrock=_sent("inferenceConfig", "inferenceConfig.temperature"),
+        ),
+        _row(
+            "top_p",
+            _relayed("top_p"),
+            _sent("top_p"),
+            _sent("top_p"),
+            bedrock=_sent("inferenceConfig", "inferenceConfig.topP"),
+        ),
         _row(
             "presence_penalty",
             _relayed("presence_penalty"),
             _sent("presence_penalty"),
             _sent("presence_penalty"),
+            bedrock=_CONVERSE_HAS_NO,
         ),
         _row(
             "frequency_penalty",
             _relayed("frequency_penalty"),
             _sent("frequency_penalty"),
             _sent("frequency_penalty"),
+            bedrock=_CONVERSE_HAS_NO,
         ),
         _row(
             "top_logprobs",
             _relayed("top_logprobs"),
             _sent("top_logprobs", "chat logprobs/top_logprobs"),
             _sent("logprobs", "completions logprobs (alternatives per token)"),
+            bedrock=Handling("refused", "Converse returns no logprobs"),
         ),
-        _row("user", _relayed("user"), _sent("user"), _sent("user")),
+        _row(
+            "user",
+            _relayed("user"),
+            _sent("user"),
+            _sent("user"),
+            bedrock=_sent(
+                "requestMetadata", "requestMetadata.user (filterable in invocation logs)"
+            ),
+        ),
         _row(
             "reasoning",
             _relayed("reasoning"),
@@ -528,6 +610,12 @@ def _field_rows() -> tuple[Row, ...]:
                 "effort as reasoning_effort; reasoning_content comes back as reasoning items",
             ),
             _sent(_IN_PROMPT, "effort as the system message's 'Reasoning:' level"),
+            bedrock=_sent(
+                "additionalModelRequestFields",
+                "effort as the model family's own field (Anthropic: a thinking budget; Amazon "
+                "Nova: reasoningConfig; others: reasoning_effort); the provider's "
+                "additional_model_request_fields win; reasoning comes back as reasoning items",
+            ),
         ),
         _row(
             "text",
@@ -543,6 +631,11 @@ def _field_rows() -> tuple[Row, ...]:
                 "message, and the answer checked against the schema (json_object: a JSON "
                 "object): a mismatch fails the response (502 invalid_model_output)",
             ),
+            bedrock=_sent(
+                "outputConfig",
+                "json_schema as outputConfig.textFormat (json_object as the schema of any "
+                "object); verbosity: Converse has none, it is not sent",
+            ),
         ),
         _row(
             "service_tier",
@@ -553,6 +646,13 @@ def _field_rows() -> tuple[Row, ...]:
                 "auto and default: the one tier a completions server has; other tiers: "
                 "400 (a raw completions server has no tiers)",
                 accepts=_one_tier,
+            ),
+            bedrock=Handling(
+                "lowered",
+                "serviceTier: default, flex and priority as Bedrock's tiers; auto: not sent "
+                "(Bedrock's default); scale: 400",
+                sent_as="serviceTier",
+                accepts=_bedrock_tier,
             ),
         ),
         _row(
@@ -627,7 +727,7 @@ def _field_rows() -> tuple[Row, ...]:
             ),
         ),
     ]
-    refused = "a chat or completions server has no equivalent"
+    refused = "a chat, completions or Converse server has no equivalent"
     for name in RESPONSES_ONLY_FIELDS:
         if name == "image":
             function_wire = Handling(
@@ -647,6 +747,7 @@ def _field_rows() -> tuple[Row, ...]:
 
 def _include_rows() -> tuple[Row, ...]:
     no_data = Handling("omitted", "the function wire has no such data")
+    no_logprobs = Handling("omitted", "Converse returns no logprobs")
     return (
         _all(
             "reasoning.encrypted_content",
@@ -656,7 +757,8 @@ def _include_rows() -> tuple[Row, ...]:
              Handling("lowered", "chat choice logprobs.content -> output_text.logprobs "
                       "(needs top_logprobs, which asks chat for logprobs)"),
              Handling("lowered", "completions chunk logprobs -> output_text.logprobs, special "
-                      "tokens left out (needs top_logprobs, which asks the server for them)")),
+                      "tokens left out (needs top_logprobs, which asks the server for them)"),
+             bedrock=no_logprobs),
         _row("message.input_image.image_url",
              Handling("relayed", "and the gateway's own reads of the stored input gate URLs as "
                       "on the function wires"),

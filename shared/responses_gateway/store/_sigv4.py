@@ -75,11 +75,13 @@ class Signer:
         body_hash: str,
         credentials: Credentials,
         timestamp: str,
+        query: str = "",
     ) -> dict[str, str]:
         """The headers to send: ``headers`` (which must include ``host``) plus ``X-Amz-Date``,
         ``X-Amz-Security-Token`` (temporary credentials) and ``Authorization``.
 
-        ``path`` is the request's already-encoded path (``/`` for DynamoDB); there is no query.
+        ``path`` is the request's canonical URI (``/`` for DynamoDB) and ``query`` its canonical
+        query string (none for DynamoDB).
         """
         signed = {name.lower(): " ".join(value.split()) for name, value in headers.items()}
         signed["x-amz-date"] = timestamp
@@ -91,7 +93,7 @@ class Signer:
             [
                 method.upper(),
                 path,
-                "",
+                query,
                 "".join(f"{name}:{signed[name]}\n" for name in names),
                 signed_names,
                 body_hash,

@@ -10,7 +10,9 @@ token per whitespace-separated word, the same count the default usage reports): 
 /tokenize`` (``messages`` or ``prompt``: ``count``), llama.cpp's ``POST /tokenize`` (``content``:
 ``tokens``) and ``POST /apply-template``, the Responses ``POST /v1/responses/input_tokens``, and
 ``POST /v1/responses/compact`` (the user messages and one opaque ``compaction`` item, as a Responses
-upstream with native compaction answers). Like OpenAI, the Responses route refuses a tool output
+upstream with native compaction answers), and Amazon Bedrock's ``POST /model/{modelId}/converse``
+and ``/converse-stream`` (:mod:`responses_gateway.testing.bedrock`, judged by botocore). Like
+OpenAI, the Responses route refuses a tool output
 whose ``call_id`` answers no call of the input (a 400 ``invalid_request_error`` before any event).
 Every request is recorded on the :class:`~responses_gateway.testing.script.ScriptedUpstream` before
 it is answered. The shapes follow the ``openai`` SDK's types, including the awkward corners real
@@ -41,6 +43,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from responses_gateway.testing.bedrock import bedrock_route
 from responses_gateway.testing.demo import DEMO_MODEL
 from responses_gateway.testing.script import (
     ScriptedUpstream,
@@ -262,6 +265,7 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
             Route("/apply-template", apply_template, methods=["POST"]),
             Route("/v1/responses/input_tokens", input_tokens, methods=["POST"]),
             Route("/v1/responses/compact", compact, methods=["POST"]),
+            Route("/model/{rest:path}", bedrock_route(script), methods=["POST"]),
         ],
         exception_handlers={404: not_found, 405: not_found},
     )

@@ -91,6 +91,9 @@ class Usage:
     """Includes ``reasoning_tokens``, as OpenAI counts them."""
     reasoning_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
+    """Bedrock wire only: input tokens written to the prompt cache (``cacheWriteInputTokens``;
+    counted in ``input_tokens``, as cached ones are)."""
 
     @property
     def total_tokens(self) -> int:

@@ -44,7 +44,7 @@ sees (and say so in the ``x-gateway-omitted-tools`` response header), or answer 
 
 HOSTED_POLICIES: tuple[HostedPolicy, ...] = ("omit", "reject")
 
-LOWERED_WIRES = frozenset({"chat", "harmony"})
+LOWERED_WIRES = frozenset({"chat", "harmony", "bedrock"})
 """Wires that only know functions: every other tool type is lowered to one."""
 
 

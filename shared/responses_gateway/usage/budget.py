@@ -106,9 +106,11 @@ def budget_breach(
 def state_counts(state: LoopState, prices: PriceTable) -> UsageCounts:
     """The usage counters of a loop state (its model calls, tool calls and summed usage)."""
     usage = state.usage or {}
+    details = usage.get("input_tokens_details") or {}
     counts = UsageCounts(
         input_tokens=int(usage.get("input_tokens") or 0),
-        cached_tokens=int((usage.get("input_tokens_details") or {}).get("cached_tokens") or 0),
+        cached_tokens=int(details.get("cached_tokens") or 0),
+        cache_write_tokens=int(details.get("cache_write_tokens") or 0),
         output_tokens=int(usage.get("output_tokens") or 0),
         reasoning_tokens=int(
             (usage.get("output_tokens_details") or {}).get("reasoning_tokens") or 0

@@ -1,8 +1,10 @@
 """The per-model price table of the configuration, and what a response's usage costs.
 
-Owns :class:`Price` (US dollars per million tokens: input, cached input, output) and
-:class:`PriceTable` (exact model names, then ``*`` as the default). Costs are exact decimals; an
-unpriced model costs 0 (its tokens still count). Nothing here reads files or the environment.
+Owns :class:`Price` (US dollars per million tokens: input, cached input, cache writes, output)
+and :class:`PriceTable` (exact model names, then Amazon Bedrock's list prices for Bedrock model
+ids (:mod:`responses_gateway.usage.bedrock_prices`), then ``*`` as the default). Costs are exact
+decimals; an unpriced model costs 0 (its tokens still count). Nothing here reads files or the
+environment.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from responses_gateway.config_keys import unknown_key_message
+from responses_gateway.usage.bedrock_prices import BEDROCK_PRICES, listed_model
 from responses_gateway.usage.records import UsageCounts
 
 __all__ = ["Price", "PriceError", "PriceTable", "parse_prices"]
@@ -31,15 +34,20 @@ class Price:
     input: Decimal
     output: Decimal
     cached_input: Decimal | None = None
-    """Cached input tokens (default: the input price)."""
+    """Cached input tokens read (default: the input price)."""
+    cache_write_input: Decimal | None = None
+    """Input tokens written to the prompt cache (default: the input price)."""
 
     def cost(self, counts: UsageCounts) -> Decimal:
-        """The cost of ``counts``: uncached input, cached input and output tokens."""
+        """The cost of ``counts``: uncached input, cached input, cache writes, output tokens."""
         cached = min(counts.cached_tokens, counts.input_tokens)
+        written = min(counts.cache_write_tokens, counts.input_tokens - cached)
         cached_price = self.input if self.cached_input is None else self.cached_input
+        write_price = self.input if self.cache_write_input is None else self.cache_write_input
         total = (
-            (counts.input_tokens - cached) * self.input
+            (counts.input_tokens - cached - written) * self.input
             + cached * cached_price
+            + written * write_price
             + counts.output_tokens * self.output
         )
         return total / _MILLION
@@ -52,12 +60,28 @@ class PriceTable:
     prices: Mapping[str, Price] = field(default_factory=dict)
 
     def price(self, model: str) -> Price | None:
-        return self.prices.get(model) or self.prices.get("*")
+        return self.prices.get(model) or _bedrock_price(model) or self.prices.get("*")
 
     def cost(self, model: str, counts: UsageCounts) -> Decimal:
         """The estimated cost of ``counts`` on ``model`` (0 when the model has no price)."""
         price = self.price(model)
         return price.cost(counts) if price is not None else Decimal(0)
+
+
+_BEDROCK: dict[str, Price] = {
+    model: Price(
+        input=listed.input,
+        output=listed.output,
+        cached_input=listed.cache_read,
+        cache_write_input=listed.cache_write,
+    )
+    for model, listed in BEDROCK_PRICES.items()
+}
+
+
+def _bedrock_price(model: str) -> Price | None:
+    listed = listed_model(model)
+    return _BEDROCK[listed] if listed is not None else None
 
 
 def _amount(raw: Mapping[str, Any], name: str, where: str, *, required: bool) -> Decimal | None:
@@ -77,12 +101,12 @@ def _amount(raw: Mapping[str, Any], name: str, where: str, *, required: bool) ->
     return amount
 
 
-_PRICE_KEYS = frozenset({"input", "cached_input", "output"})
+_PRICE_KEYS = frozenset({"input", "cached_input", "cache_write_input", "output"})
 
 
 def parse_prices(raw: Any) -> PriceTable:
     """A :class:`PriceTable` from the config's ``prices`` table
-    (``{model: {input, cached_input?, output}}``).
+    (``{model: {input, cached_input?, cache_write_input?, output}}``).
 
     Raises:
         PriceError: a malformed entry (named as ``prices.<model>.<field>``).
@@ -106,5 +130,6 @@ def parse_prices(raw: Any) -> PriceTable:
             input=input_price,
             output=output_price,
             cached_input=_amount(entry, "cached_input", where, required=False),
+            cache_write_input=_amount(entry, "cache_write_input", where, required=False),
         )
     return PriceTable(prices)

@@ -52,6 +52,9 @@ class UsageCounts:
     """Responses that ended (1 for one entry)."""
     cost_usd: Decimal = field(default_factory=Decimal)
     """Estimated cost from the configured price table (exact decimal; 0 for unpriced models)."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the prompt cache (within ``input_tokens``): priced into
+    ``cost_usd``, not kept by the ledger's counters."""
 
     @property
     def total_tokens(self) -> int:
@@ -67,6 +70,7 @@ class UsageCounts:
         self.tool_calls += other.tool_calls
         self.responses += other.responses
         self.cost_usd += other.cost_usd
+        self.cache_write_tokens += other.cache_write_tokens
 
 
 @dataclass(slots=True)
