@@ -30,7 +30,8 @@ export async function responsePage(match) {
   const logged = record && record.content;
   const request = stored ? r : (logged && logged.request) || {};
   const status = r.status || (record && record.status);
-  const error = r.error || (record && record.error_code ? { code: record.error_code, message: record.error_message } : null);
+  const error = r.error || (record && (record.error_code || record.error_message)
+    ? { code: record.error_code, message: record.error_message, param: record.error_param } : null);
   const incomplete = (r.incomplete_details && r.incomplete_details.reason) || (record && record.incomplete_reason);
   const attempts = (record && record.attempts_failed) || [];
   const prev = r.previous_response_id;
@@ -40,7 +41,7 @@ export async function responsePage(match) {
   if (error) {
     parts.push(el("div", { class: "alert", role: "alert" },
       el("strong", { text: `${record && record.http_status ? `HTTP ${record.http_status} · ` : ""}${error.code || "error"}: ` }),
-      error.message || "(no message)"));
+      error.message || "(no message)", error.param ? el("span", { class: "muted", text: ` (param: ${error.param})` }) : null));
   } else if (incomplete) {
     parts.push(el("div", { class: "alert warn", role: "status" }, el("strong", { text: "Incomplete: " }), incomplete));
   }
