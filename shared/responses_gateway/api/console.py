@@ -25,7 +25,14 @@ from fastapi.responses import RedirectResponse, Response
 
 from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
-from responses_gateway.store.fanout import conversations_across, requests_across, traces_across
+from responses_gateway.store.base import TracePage
+from responses_gateway.store.fanout import (
+    TraceQuery,
+    conversations_across,
+    filtered_traces,
+    requests_across,
+    traces_across,
+)
 from responses_gateway.usage.records import (
     HOUR_WIDTH,
     RequestPage,
@@ -133,17 +140,23 @@ async def list_scope(request: Request) -> tuple[str, list[str] | None]:
     ``("*", tenants)`` for an operator's ``?tenant=*``: every tenant :func:`known_tenants`
     finds."""
     if request.query_params.get("tenant") == ALL_TENANTS and is_operator(request):
-        return ALL_TENANTS, await known_tenants(request)
+        since = _seconds_to_ms(request.query_params.get("since"), "since")
+        return ALL_TENANTS, await known_tenants(
+            request, since=None if since is None else since // 1000
+        )
     return scoped_tenant(request), None
 
 
-async def known_tenants(request: Request) -> list[str]:
+async def known_tenants(request: Request, *, since: int | None = None) -> list[str]:
     """The tenants an operator can pick, sorted: its own, those of the administered keys, and
-    those with traffic in the last :data:`_TENANT_DAYS` days (one read of their hour rows;
+    those with traffic in the last :data:`_TENANT_DAYS` days, or since ``since`` (Unix seconds)
+    when that is earlier, up to the ledger's longest read (one read of their hour rows;
     refused requests with bad keys included, as ``(unauthenticated)``, last)."""
     identity = identity_of(request)
     now = int(time.time())
     start = now - now % HOUR_WIDTH - (_TENANT_DAYS - 1) * 86_400
+    if since is not None:
+        start = max(min(start, since - since % HOUR_WIDTH), now - now % 86_400 - 61 * 86_400)
     gateway = gateway_of(request)
     rows, keyed = await asyncio.gather(
         gateway.store.read_metrics(start, now + 1, width=HOUR_WIDTH), _key_tenants(request)
@@ -417,16 +430,28 @@ async def conversation_items(request: Request, conversation_id: str) -> dict[str
 
 @router.get("/traces")
 async def list_traces(request: Request) -> dict[str, Any]:
-    """A page of the tenant's traces, most recently received first, each with its figures
-    (spans, errors, tokens, duration)."""
+    """A page of the tenant's traces (or every tenant's), most recently received first, each
+    with its figures (spans, errors, tokens, duration) and tenant; ``workflow`` (text of its
+    name), ``errors=1`` (only failed ones), ``since`` and ``until`` (Unix seconds) filter."""
     tenant, tenants = await list_scope(request)
     store = gateway_of(request).store
-    before = request.query_params.get("before") or None
-    if tenants is None:
-        page = await store.list_traces(tenant, before=before, limit=_limit(request))
-        page.traces = [{**t, "tenant": tenant} for t in page.traces]
-    else:
-        page = await traces_across(store, tenants, before=before, limit=_limit(request))
+    params = request.query_params
+
+    async def read(before: str | None, limit: int) -> TracePage:
+        if tenants is not None:
+            return await traces_across(store, tenants, before=before, limit=limit)
+        page = await store.list_traces(tenant, before=before, limit=limit)
+        return TracePage([{**t, "tenant": tenant} for t in page.traces], page.next_cursor)
+
+    query = TraceQuery(
+        workflow=(params.get("workflow") or "").strip() or None,
+        errors=params.get("errors") in ("1", "true"),
+        since_ms=_seconds_to_ms(params.get("since"), "since"),
+        until_ms=_seconds_to_ms(params.get("until"), "until"),
+    )
+    page = await filtered_traces(
+        read, query, before=params.get("before") or None, limit=_limit(request)
+    )
     return {
         "object": "list",
         "tenant": tenant,

@@ -25,8 +25,11 @@ from responses_gateway.usage.records import RequestPage, RequestQuery, UsageEntr
 
 __all__ = [
     "CONCURRENCY",
+    "TRACE_SCAN",
     "Merged",
+    "TraceQuery",
     "conversations_across",
+    "filtered_traces",
     "merge_pages",
     "requests_across",
     "traces_across",
@@ -34,6 +37,9 @@ __all__ = [
 
 CONCURRENCY = 16
 """Most tenant reads in flight at once."""
+TRACE_SCAN = 500
+"""Most traces one filtered trace read examines (a page that stops there carries a cursor)."""
+_TRACE_BATCH = 100
 
 Row = TypeVar("Row")
 P = TypeVar("P")
@@ -141,3 +147,66 @@ async def conversations_across(
         limit,
     )
     return ConversationPage(merged.rows, merged.next_cursor)
+
+
+@dataclass(frozen=True, slots=True)
+class TraceQuery:
+    """What a trace list keeps: every condition set must hold (None/False: any)."""
+
+    workflow: str | None = None
+    """Text in the workflow name, in any case."""
+    errors: bool = False
+    """Only traces with an error span or a triggered guardrail."""
+    since_ms: int | None = None
+    """Traces received at or after this instant (Unix milliseconds)."""
+    until_ms: int | None = None
+    """Traces received before this instant."""
+
+    @property
+    def filters(self) -> bool:
+        return bool(self.workflow or self.errors)
+
+    def start(self, before: str | None) -> str | None:
+        """The ``before`` a read starts from: the page's, or the end of the time range."""
+        if self.until_ms is None:
+            return before
+        bound = f"{self.until_ms:013d}"
+        return bound if before is None else min(before, bound)
+
+    def matches(self, summary: dict[str, Any]) -> bool:
+        name = str(summary.get("workflow_name") or "").lower()
+        if self.workflow and self.workflow.lower() not in name:
+            return False
+        return not self.errors or int(summary.get("errors") or 0) > 0
+
+
+async def filtered_traces(
+    read: Callable[[str | None, int], Awaitable[TracePage]],
+    query: TraceQuery,
+    *,
+    before: str | None,
+    limit: int,
+) -> TracePage:
+    """A page of the traces ``query`` keeps, newest first, from ``read(before, limit)`` (one
+    tenant's list, or :func:`traces_across`): reads in batches until ``limit`` match, the time
+    range ends, or :data:`TRACE_SCAN` were examined (then the cursor goes on from there)."""
+    if not query.filters and query.since_ms is None:
+        return await read(query.start(before), limit)
+    cursor = query.start(before)
+    kept: list[dict[str, Any]] = []
+    examined = 0
+    while True:
+        page = await read(cursor, limit if not query.filters else _TRACE_BATCH)
+        for summary in page.traces:
+            if query.since_ms is not None and int(summary.get("received_ms") or 0) < query.since_ms:
+                return TracePage(kept, None)
+            examined += 1
+            if query.matches(summary):
+                kept.append(summary)
+                if len(kept) == limit:
+                    return TracePage(kept, _trace_cursor(summary))
+        cursor = page.next_cursor
+        if cursor is None:
+            return TracePage(kept, None)
+        if examined >= TRACE_SCAN:
+            return TracePage(kept, cursor)

@@ -211,7 +211,7 @@ const ROUTES = [
   [/^#\/conversation\/([^?]+)(?:\?(.*))?$/, "conversations", "conversationPage", "conversations", true],
   [/^#\/budgets$/, "budgets", "budgetsPage", "budgets"],
   [/^#\/usage(?:\?(.*))?$/, "usage", "usagePage", "usage"],
-  [/^#\/keys$/, "keys", "keysPage", "keys"],
+  [/^#\/keys(?:\?(.*))?$/, "keys", "keysPage", "keys", true],
   [/^#\/playground$/, "playground", "playgroundPage", "playground"],
 ];
 
