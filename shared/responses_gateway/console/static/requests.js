@@ -84,7 +84,7 @@ function filterForm(filters, models) {
   form.append(input("q", "Response id or text", { type: "search", size: 18 }),
     el("label", {}, "Status", status), input("model", "Model", { list: "model-names" }), list,
     input("api_key_id", "Key id"), input("deployment", "Deployment"), input("session", "Client session / thread"),
-    el("label", {}, "Time", windowSelect), range, el("button", { type: "submit", text: "Apply" }),
+    el("label", {}, "Time", windowSelect), ...range, el("button", { type: "submit", text: "Apply" }),
     el("button", { type: "button", text: "Clear", onclick: () => { location.hash = "#/requests"; } }));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
