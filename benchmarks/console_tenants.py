@@ -2,13 +2,15 @@
 and round trips, and milliseconds, at 10 and 1,000 tenants, on both stores.
 
 Each tenant gets ``--entries`` request-log entries (written with ``record_usage``, so their
-hour rows exist: that is how the tenant list finds them), one of them refused, one trace and one
-conversation, and a budget. Then, per store and tenant count, the median of ``--reads`` of:
+hour rows exist: that is how the tenant list finds them; five busy tenants get ``--busy``), one
+of them refused, one trace and one conversation, and a budget. Then, per store and tenant
+count, the median of ``--reads`` of:
 
 - **tenants**: the tenant list every cross-tenant read starts from (one read of the last 7
   days' hour rows, :func:`responses_gateway.api.console.known_tenants`);
 - **requests page**: 100 entries of every tenant, newest first
-  (:func:`store.fanout.requests_across`: one ``list_requests`` per tenant, 16 at a time, merged);
+  (:func:`store.fanout.requests_across`: a k-way merge reading a few entries of each tenant,
+  16 reads at a time, then more of the tenants whose rows run out);
 - **refusals page**: the same filtered by ``status=refused`` (each tenant's read examines its
   whole log here: ``--entries`` entries);
 - **traces page** and **conversations page**: 50 of every tenant's;
@@ -21,7 +23,8 @@ DynamoDB bills them, at least one per Query). SQLite is a file in a temporary di
 
 Usage::
 
-    python benchmarks/console_tenants.py [--tenants 10,1000] [--entries 3] [--reads 5]
+    python benchmarks/console_tenants.py [--tenants 10,1000] [--entries 3] [--busy 150]
+        [--reads 5]
 """
 
 from __future__ import annotations
@@ -43,6 +46,9 @@ sys.path.insert(0, str(ROOT / "shared"))
 
 _DAY = 86_400
 _GATE = 16
+_BUSY_TENANTS = 5
+"""The first tenants, whose logs hold ``--busy`` entries (a page of every tenant's log then
+depends on how much of each log it reads)."""
 
 
 def _entry(tenant: str, i: int, ended_ms: int, refused: bool) -> Any:
@@ -76,14 +82,14 @@ async def _gated(calls: list[Callable[[], Awaitable[Any]]]) -> None:
     await asyncio.gather(*(one(c) for c in calls))
 
 
-async def seed(store: Any, tenants: list[str], entries: int) -> None:
+async def seed(store: Any, tenants: list[str], entries: int, busy: int) -> None:
     from responses_gateway.store.base import BudgetLimits, Conversation
 
     now_ms = int(time.time() * 1000)
     calls: list[Callable[[], Awaitable[Any]]] = []
     for n, tenant in enumerate(tenants):
-        for i in range(entries):
-            entry = _entry(tenant, i, now_ms - (n * entries + i) * 7, refused=i == 0)
+        for i in range(busy if n < _BUSY_TENANTS else entries):
+            entry = _entry(tenant, i, now_ms - n * 3 - i * 7_001, refused=i == 0)
             write = store.log_request if i == 0 else store.record_usage
             calls.append(lambda w=write, e=entry: w(e))
         trace = {"object": "trace", "id": f"trace_{tenant}", "workflow_name": "bench"}
@@ -172,7 +178,7 @@ async def measure(store: Any, tenants: list[str], reads: int) -> dict[str, dict[
     return out
 
 
-def run_dynamo(count: int, entries: int, reads: int) -> dict[str, Any]:
+def run_dynamo(count: int, entries: int, busy: int, reads: int) -> dict[str, Any]:
     from responses_gateway.store.dynamo import DynamoStore
     from responses_gateway.store.local import start_local_dynamodb
     from responses_gateway.store.table import make_client
@@ -187,7 +193,7 @@ def run_dynamo(count: int, entries: int, reads: int) -> dict[str, Any]:
     try:
         tenants = [f"t{i:04d}" for i in range(count)]
         t0 = time.perf_counter()
-        asyncio.run(seed(store, tenants, entries))
+        asyncio.run(seed(store, tenants, entries, busy))
         seeded = round(time.perf_counter() - t0, 1)
         return {"seed_s": seeded, **asyncio.run(measure(store, tenants, reads))}
     finally:
@@ -195,7 +201,7 @@ def run_dynamo(count: int, entries: int, reads: int) -> dict[str, Any]:
         local.stop()
 
 
-def run_sqlite(count: int, entries: int, reads: int) -> dict[str, Any]:
+def run_sqlite(count: int, entries: int, busy: int, reads: int) -> dict[str, Any]:
     from responses_gateway.store.sqlite import SqliteStore
 
     with tempfile.TemporaryDirectory() as folder:
@@ -203,7 +209,7 @@ def run_sqlite(count: int, entries: int, reads: int) -> dict[str, Any]:
         try:
             tenants = [f"t{i:04d}" for i in range(count)]
             t0 = time.perf_counter()
-            asyncio.run(seed(store, tenants, entries))
+            asyncio.run(seed(store, tenants, entries, busy))
             seeded = round(time.perf_counter() - t0, 1)
             return {"seed_s": seeded, **asyncio.run(measure(store, tenants, reads))}
         finally:
@@ -214,14 +220,19 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--tenants", default="10,1000")
     parser.add_argument("--entries", type=int, default=3)
+    parser.add_argument("--busy", type=int, default=150)
     parser.add_argument("--reads", type=int, default=5)
     args = parser.parse_args()
-    result: dict[str, Any] = {"entries_per_tenant": args.entries, "reads_each": args.reads}
+    result: dict[str, Any] = {
+        "entries_per_tenant": args.entries,
+        "entries_of_the_5_busy_tenants": args.busy,
+        "reads_each": args.reads,
+    }
     for count in (int(c) for c in args.tenants.split(",")):
         found: dict[str, Any] = {}
         result[f"{count}_tenants"] = found
         for kind, run in (("sqlite", run_sqlite), ("dynamodb", run_dynamo)):
-            found[kind] = run(count, args.entries, args.reads)
+            found[kind] = run(count, args.entries, args.busy, args.reads)
             print(json.dumps({f"{count}_tenants_{kind}": found[kind]}), flush=True)  # noqa: T201
     print(json.dumps(result, indent=2))  # noqa: T201
 

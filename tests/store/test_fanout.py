@@ -1,6 +1,7 @@
 """Reads across tenants (``store.fanout``): merged pages never skip or repeat a row, whatever
-the tenants' pages held or where their reads stopped; on both stores, paging the merged request
-log, traces and conversations walks every tenant's rows once, newest first; traces filter."""
+the tenants' lists hold or where their reads stopped, and read a few rows per tenant; on both
+stores, paging the merged request log, traces and conversations walks every tenant's rows once,
+newest first; traces filter."""
 
 from __future__ import annotations
 
@@ -12,21 +13,68 @@ from responses_gateway.store.fanout import (
     TraceQuery,
     conversations_across,
     filtered_traces,
-    merge_pages,
+    merge_across,
     requests_across,
     traces_across,
 )
 from responses_gateway.usage.records import RequestQuery
 
 
-def test_merge_keeps_rows_at_or_above_the_highest_stop_and_goes_on_from_it() -> None:
-    a = ([("09", "a9"), ("07", "a7")], "07")  # a full page: older rows of a may exist
-    b = ([("08", "b8"), ("05", "b5"), ("03", "b3")], None)  # b read to its end
-    merged = merge_pages([a, b], limit=10)
-    assert merged.rows == ["a9", "b8", "a7"] and merged.next_cursor == "07"
-    assert merge_pages([a, b], limit=2).rows == ["a9", "b8"]
-    assert merge_pages([a, b], limit=2).next_cursor == "08"
-    assert merge_pages([([], None), b], limit=10).next_cursor is None
+class _Lists:
+    """Tenants' lists in memory, read as a store reads them; ``empty_reads`` rows per read a
+    filter examines without a match (a read that returns no row and a cursor)."""
+
+    def __init__(self, rows: dict[str, list[str]], empty_reads: int = 0) -> None:
+        self.rows = {t: sorted(r, reverse=True) for t, r in rows.items()}
+        self.empty_reads = empty_reads
+        self.reads: list[tuple[str, str | None, int]] = []
+
+    async def __call__(
+        self, tenant: str, before: str | None, limit: int
+    ) -> tuple[list[tuple[str, str]], str | None]:
+        self.reads.append((tenant, before, limit))
+        older = [r for r in self.rows[tenant] if before is None or r < before]
+        if self.empty_reads and older:
+            self.empty_reads -= 1
+            return [], older[0] + "~"  # examined its most, matched none: go on from here
+        page = older[:limit]
+        return [(r, f"{tenant}:{r}") for r in page], page[-1] if len(older) > limit else None
+
+
+async def _walk(lists: _Lists, tenants: list[str], limit: int) -> list[str]:
+    seen: list[str] = []
+    before = None
+    for _ in range(100):
+        merged = await merge_across(tenants, lists, before=before, limit=limit)
+        assert len(merged.rows) <= limit
+        seen += merged.rows
+        before = merged.next_cursor
+        if before is None:
+            return seen
+    raise AssertionError("the pages never ended")
+
+
+async def test_a_k_way_merge_walks_every_row_once_newest_first_reading_little() -> None:
+    # one busy tenant and quiet ones; cursors are unique across tenants, as the stores' are
+    hot = [f"{i:03d}#hot" for i in range(0, 300, 2)]
+    quiet = {f"q{n}": [f"{i:03d}#q{n}" for i in range(n, 300, 97)] for n in range(1, 8)}
+    rows = {"hot": hot, **quiet}
+    lists = _Lists(rows)
+    seen = await _walk(lists, sorted(rows), limit=10)
+    everything = sorted((f"{t}:{r}" for t, found in rows.items() for r in found), reverse=True)
+    assert seen == sorted(seen, key=lambda row: row.split(":")[1], reverse=True)
+    assert sorted(seen) == sorted(everything) and len(seen) == len(set(seen))
+    first = lists.reads[: len(rows)]
+    assert {limit for _, _, limit in first} == {3}  # about twice the page's share of each
+    pages = -(-len(everything) // 10)
+    assert len(lists.reads) <= pages * (len(rows) + 2)  # a read per tenant, and few more
+
+
+async def test_reads_that_find_nothing_end_the_page_where_they_stopped() -> None:
+    lists = _Lists({"a": ["09", "05", "01"], "b": ["08", "07", "06", "04"]}, empty_reads=6)
+    seen = await _walk(lists, ["a", "b"], limit=3)
+    assert sorted(seen) == sorted(["a:09", "a:05", "a:01", "b:08", "b:07", "b:06", "b:04"])
+    assert seen == sorted(seen, key=lambda row: row.split(":")[1], reverse=True)
 
 
 def _entry(tenant: str, i: int, at_ms: int, status: str = "completed") -> UsageEntry:
