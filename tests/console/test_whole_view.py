@@ -349,6 +349,9 @@ def test_every_tenants_budget_at_a_glance_flags_over_and_near(
     assert "enforced" in ops.page.inner_text("#budgets-enforced")
     ops.fits(width)
     ops.shot(f"whole-budgets-{width}")
+    ops.open("#/usage")  # Usage says why its requests are fewer than the Overview's
+    ops.wait_ready("usage")
+    assert "refused before they ran" in ops.page.inner_text("#usage-refusals")
 
 
 @pytest.mark.parametrize("width", WIDTHS)
