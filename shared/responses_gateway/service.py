@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     from responses_gateway.mcp.client import SharedMcpSessions
     from responses_gateway.protocol.request import CreateResponseRequest
     from responses_gateway.sockets.memory import ConnectionMemory
+    from responses_gateway.usage.records import UsageEntry
 
 # The create path's heavier modules (the request models, the loop's driver, the adapters) are
 # imported where a create first needs them: the buffered function, which serves no create,
@@ -423,6 +424,38 @@ class Gateway:
             return None
         return BudgetGuard(self.store, tenant, self.config.budgets, self.config.prices)
 
+    def _name_answerer(self, entry: UsageEntry) -> None:
+        """Make ``entry`` name who answered: a routed response's provider and wire are those of
+        the deployment that answered its last model call (the log's first guess is the route's
+        first deployment, which may have failed); a plain provider's model calls are named as
+        the router names an unrouted model's one deployment (``<provider>/<upstream model>``),
+        so the deployment filter and breakdowns see plain providers as they see routes."""
+        extra = entry.extra
+        raw = extra.get("deployment")
+        names = [n for n in (raw.split(",") if isinstance(raw, str) else raw or []) if n]
+        if names:
+            found = self._deployment(names[-1])
+            if found is not None:
+                deployment, wire = found
+                extra["provider"] = deployment.provider.name
+                extra["wire"] = wire
+            return
+        if entry.counts.model_calls <= 0 or entry.model in self.config.routes:
+            return
+        try:
+            provider, upstream = self.config.route(entry.model)
+        except GatewayError:
+            return
+        extra["deployment"] = ",".join([f"{provider.name}/{upstream}"] * entry.counts.model_calls)
+
+    def _deployment(self, deployment_id: str) -> tuple[Any, str] | None:
+        """A routed deployment by id with the wire its adapter speaks, or None."""
+        for model, route in self.config.routes.items():
+            for deployment in route.deployments:
+                if deployment.id == deployment_id:
+                    return deployment, self.router_for(model).adapter_of(deployment).wire
+        return None
+
     async def record_usage(
         self, tenant: str, run: dict[str, Any], state: LoopState, *, background: bool
     ) -> None:
@@ -440,6 +473,7 @@ class Gateway:
             ended_ms=int(now * 1000),
             http_status=_client_status(run, state, background),
         )
+        self._name_answerer(entry)
         if tenant in self.config.log_content:
             entry.content = logged_content(
                 list(run.get("input_items") or []), state.output, request=state.request

@@ -90,6 +90,8 @@ class ConsoleStack:
     dynamo: LocalDynamo
     store: DynamoStore
     keys_file: Path
+    upstream_url: str = ""
+    """The scripted upstream's URL (gateways of a test's own reach it there)."""
 
     def http(self, who: str) -> httpx.Client:
         return httpx.Client(
@@ -124,7 +126,7 @@ def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleS
     app.state.tenancy_env = {KEYS_FILE_ENV: str(keys_file)}  # re-read when it changes
     gateway = run_in_thread(app)
     try:
-        yield ConsoleStack(upstream, gateway, dynamo, store, keys_file)
+        yield ConsoleStack(upstream, gateway, dynamo, store, keys_file, upstream_server.url)
     finally:
         gateway.stop()
         upstream_server.stop()

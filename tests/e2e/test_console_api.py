@@ -34,7 +34,7 @@ def _records(http: httpx.Client, **params: str) -> list[dict[str, Any]]:
     return data
 
 
-def test_codex_store_false_turn_is_logged_with_its_ids_ttft_and_no_deployment_yet(
+def test_codex_store_false_turn_is_logged_with_its_ids_ttft_and_its_plain_provider(
     http: httpx.Client, upstream: ScriptedUpstream
 ) -> None:
     thread = f"thr-{uuid.uuid4().hex[:10]}"
@@ -56,7 +56,9 @@ def test_codex_store_false_turn_is_logged_with_its_ids_ttft_and_no_deployment_ye
     assert record["id"] == response_id
     assert (record["status"], record["model"], record["tenant"]) == ("completed", MODEL, "local")
     assert (record["provider"], record["wire"], record["transport"]) == ("chat", "chat", "http")
-    assert (record["stored"], record["stream"], record["deployment"]) == (False, True, "")
+    # A plain provider answers as the router names an unrouted model's one deployment.
+    assert (record["stored"], record["stream"]) == (False, True)
+    assert record["deployment"] == f"chat/{MODEL}"
     assert record["client"] == {
         "thread_id": thread,
         "turn_id": "turn-1",
@@ -123,7 +125,7 @@ def test_buffered_create_records_its_time_to_first_token(
     assert 0 <= record["ttft_ms"] <= record["duration_ms"]
 
 
-def test_creates_refused_before_the_loop_are_logged_with_status_and_code(
+def test_creates_refused_before_the_loop_are_logged_with_the_error_their_client_got(
     stack: Stack, http: httpx.Client, upstream: ScriptedUpstream
 ) -> None:
     # refusals earlier tests sent (malformed WebSocket messages...) used up the session gateway's
@@ -157,7 +159,9 @@ def test_creates_refused_before_the_loop_are_logged_with_status_and_code(
     assert missing["error_type"] == unknown.json()["error"]["type"]
     assert (bad["status"], bad["http_status"], bad["model"]) == ("refused", 400, MODEL)
     assert bad["error_param"] == invalid.json()["error"]["param"]
-    assert bad["usage"]["total_tokens"] == 0 and "message" not in json.dumps(bad)
+    assert bad["error_message"] == invalid.json()["error"]["message"]
+    assert missing["error_message"] == unknown.json()["error"]["message"]
+    assert bad["usage"]["total_tokens"] == 0
     assert upstream.requests == []  # nothing was sent upstream
 
 

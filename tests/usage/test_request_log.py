@@ -82,9 +82,9 @@ def test_usage_entry_turns_the_first_token_instant_into_ttft() -> None:
     }
 
 
-def test_refused_entry_keeps_status_type_code_and_param_never_the_message() -> None:
+def test_refused_entry_keeps_the_error_as_its_client_got_it() -> None:
     error = {
-        "message": "secret-ish text",
+        "message": "Missing required parameter: 'x'." + "!" * 600,
         "type": "invalid_request_error",
         "param": "x",
         "code": "c",
@@ -107,6 +107,7 @@ def test_refused_entry_keeps_status_type_code_and_param_never_the_message() -> N
         "error_type": "invalid_request_error",
         "error_code": "c",
         "error_param": "x",
+        "error_message": ("Missing required parameter: 'x'." + "!" * 600)[:500],
         "ended_ms": 1_003,
         "duration_ms": 3,
     }

@@ -1,4 +1,5 @@
-"""Routes of ``/v1/console/keys`` and ``/v1/console/budgets``: the console's Keys page.
+"""Routes of ``/v1/console/keys`` and ``/v1/console/budgets``: the console's Keys and Budgets
+pages (``/v1/console/budgets/all``: every tenant's spend against its limits).
 
 Owns who may administer keys and budgets (operator keys, see
 :func:`~responses_gateway.api.usage.require_operator`; a tenant's own key may read its own
@@ -29,7 +30,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from responses_gateway.api.console import scoped_tenant
+from responses_gateway.api.console import known_tenants, scoped_tenant
 from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.api.limits import read_json
 from responses_gateway.api.usage import require_operator
@@ -241,6 +242,37 @@ async def _budget_view(request: Request, tenant: str) -> dict[str, Any]:
 async def get_budget(request: Request) -> dict[str, Any]:
     """The tenant's own limits, the limits in effect and its UTC day and month spend."""
     return await _budget_view(request, scoped_tenant(request))
+
+
+@router.get("/budgets/all")
+async def all_budgets(request: Request) -> dict[str, Any]:
+    """Every known tenant's spend against the limits in effect for it (operators only), the
+    tenants over or near a limit first (:func:`~responses_gateway.usage.standing.standing`):
+    one spend read per tenant, at most 16 at a time."""
+    require_operator(request)
+    from responses_gateway.usage.standing import STATES, standing
+
+    gateway = gateway_of(request)
+    policy = gateway.config.budgets
+    now = int(time.time())
+    gate = asyncio.Semaphore(16)
+
+    async def one(tenant: str) -> dict[str, Any]:
+        async with gate:
+            spend = await gateway.store.get_spend(tenant, now)
+        limits = policy.limits_for(tenant, spend.limits) if policy else spend.limits
+        row = standing(tenant, spend, limits)
+        row["own"] = spend.limits is not None
+        return row
+
+    rows = await asyncio.gather(*(one(t) for t in await known_tenants(request)))
+    rows.sort(key=lambda r: (STATES.index(r["state"]), -(r["share"] or 0), r["tenant"]))
+    return {
+        "object": "list",
+        "enforced": policy is not None,
+        "enforcement": None if policy is not None else ENFORCE_HINT,
+        "data": rows,
+    }
 
 
 @router.put("/budgets")

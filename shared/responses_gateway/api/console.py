@@ -2,7 +2,9 @@
 traces), tenant scoped, and ``/console``, its files.
 
 Owns who may read which tenant's log (a key reads its own tenant; an operator key, see
-:func:`~responses_gateway.api.usage.require_operator`, reads any tenant through ``?tenant=``),
+:func:`~responses_gateway.api.usage.require_operator`, reads any tenant through ``?tenant=``,
+and every tenant's lists at once with ``?tenant=*``: one read per known tenant, merged by
+:mod:`responses_gateway.store.fanout`, each row naming its tenant),
 the JSON shape of a request-log record, the request log's query parameters (turned into one
 :class:`~responses_gateway.usage.records.RequestQuery` the store applies over the whole log),
 what a response's page joins (its stored record, its request-log record, its trace, whether it
@@ -14,6 +16,7 @@ interface; it never writes. The files route answers ``GET`` and ``HEAD`` as
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from typing import Any
 
@@ -22,12 +25,30 @@ from fastapi.responses import RedirectResponse, Response
 
 from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.errors import InvalidRequestError, NotFoundError, PermissionDeniedError
-from responses_gateway.usage.records import RequestQuery, UsageEntry, log_cursor
+from responses_gateway.store.base import TracePage
+from responses_gateway.store.fanout import (
+    TraceQuery,
+    conversations_across,
+    filtered_traces,
+    requests_across,
+    traces_across,
+)
+from responses_gateway.usage.records import (
+    HOUR_WIDTH,
+    RequestPage,
+    RequestQuery,
+    UsageEntry,
+    log_cursor,
+)
+from responses_gateway.usage.requestlog import UNAUTHENTICATED
 
 __all__ = [
+    "ALL_TENANTS",
     "STATUSES",
     "files",
     "is_operator",
+    "known_tenants",
+    "list_scope",
     "parse_request_query",
     "record_json",
     "router",
@@ -37,6 +58,11 @@ __all__ = [
 router = APIRouter(prefix="/v1/console", route_class=UntypedRoute)
 files = APIRouter(prefix="/console", route_class=UntypedRoute)
 """The console's static files: no key needed (they hold no data)."""
+
+ALL_TENANTS = "*"
+"""``?tenant=`` of an operator's list read covering every tenant."""
+_TENANT_DAYS = 7
+"""Days of hour rows the tenant list reads (tenants with traffic lately)."""
 
 STATUSES = ("completed", "incomplete", "failed", "cancelled", "refused")
 """The statuses a request-log entry ends with (the status filter's choices)."""
@@ -109,6 +135,53 @@ def scoped_tenant(request: Request) -> str:
     return asked
 
 
+async def list_scope(request: Request) -> tuple[str, list[str] | None]:
+    """The scope of a list read: ``(tenant, None)`` for one tenant (:func:`scoped_tenant`), or
+    ``("*", tenants)`` for an operator's ``?tenant=*``: every tenant :func:`known_tenants`
+    finds."""
+    if request.query_params.get("tenant") == ALL_TENANTS and is_operator(request):
+        since = _seconds_to_ms(request.query_params.get("since"), "since")
+        return ALL_TENANTS, await known_tenants(
+            request, since=None if since is None else since // 1000
+        )
+    return scoped_tenant(request), None
+
+
+async def known_tenants(request: Request, *, since: int | None = None) -> list[str]:
+    """The tenants an operator can pick, sorted: its own, those of the administered keys, and
+    those with traffic in the last :data:`_TENANT_DAYS` days, or since ``since`` (Unix seconds)
+    when that is earlier, up to the ledger's longest read (one read of their hour rows;
+    refused requests with bad keys included, as ``(unauthenticated)``, last)."""
+    identity = identity_of(request)
+    now = int(time.time())
+    start = now - now % HOUR_WIDTH - (_TENANT_DAYS - 1) * 86_400
+    if since is not None:
+        start = max(min(start, since - since % HOUR_WIDTH), now - now % 86_400 - 61 * 86_400)
+    gateway = gateway_of(request)
+    rows, keyed = await asyncio.gather(
+        gateway.store.read_metrics(start, now + 1, width=HOUR_WIDTH), _key_tenants(request)
+    )
+    found = {identity.tenant, *keyed, *(row.tenant for row in rows)}
+    found.discard("")
+    ordered = sorted(found - {UNAUTHENTICATED})
+    if UNAUTHENTICATED in found:
+        ordered.append(UNAUTHENTICATED)
+    return ordered
+
+
+async def _key_tenants(request: Request) -> set[str]:
+    """Tenants of the administered keys (none when keys are not administered here)."""
+    from responses_gateway.api.admin import admin_call, key_admin_of
+    from responses_gateway.errors import GatewayError
+
+    try:
+        admin = key_admin_of(request)
+        found = await admin_call(admin, "list", None)
+    except GatewayError:
+        return set()
+    return {info.tenant for info in found}
+
+
 def _seconds_to_ms(raw: str | None, param: str) -> int | None:
     if not raw:
         return None
@@ -123,7 +196,8 @@ def _seconds_to_ms(raw: str | None, param: str) -> int | None:
 def parse_request_query(params: Any) -> RequestQuery:
     """The request log's filters from query parameters: ``status`` (comma-separated, any
     case, from :data:`STATUSES`), ``model``, ``api_key_id``, ``deployment``, ``session``,
-    ``since`` and ``until`` (Unix seconds).
+    ``since`` and ``until`` (Unix seconds), and ``q`` (a response id or text, see
+    :attr:`~responses_gateway.usage.records.RequestQuery.text`).
 
     Raises:
         InvalidRequestError: an unknown status or a bad time (400, naming the parameter).
@@ -146,6 +220,7 @@ def parse_request_query(params: Any) -> RequestQuery:
         session=params.get("session") or None,
         since_ms=_seconds_to_ms(params.get("since"), "since"),
         until_ms=_seconds_to_ms(params.get("until"), "until"),
+        text=(params.get("q") or "").strip()[:200] or None,
     )
 
 
@@ -194,16 +269,21 @@ async def whoami(request: Request) -> dict[str, Any]:
 async def list_requests(request: Request) -> dict[str, Any]:
     """A page of the tenant's request log, newest first, filtered by the store over the whole
     log (``before``: an older page; ``after``: only what is newer than that cursor)."""
-    tenant = scoped_tenant(request)
+    tenant, tenants = await list_scope(request)
     params = request.query_params
     query = parse_request_query(params)
-    page = await gateway_of(request).store.list_requests(
-        tenant,
-        before=params.get("before") or None,
-        after=params.get("after") or None,
-        limit=_limit(request),
-        query=query,
-    )
+    store = gateway_of(request).store
+    before, after = params.get("before") or None, params.get("after") or None
+    if query.text and _RECORD_ID.fullmatch(query.text) and before is None and after is None:
+        page = await _one_record(store, tenants or [tenant], query)
+    elif tenants is None:
+        page = await store.list_requests(
+            tenant, before=before, after=after, limit=_limit(request), query=query
+        )
+    else:
+        page = await requests_across(
+            store, tenants, before=before, after=after, limit=_limit(request), query=query
+        )
     return {
         "object": "list",
         "tenant": tenant,
@@ -212,6 +292,21 @@ async def list_requests(request: Request) -> dict[str, Any]:
         "has_more": page.next_cursor is not None,
         "examined": page.examined,
     }
+
+
+_RECORD_ID = re.compile(r"(?:resp|req)_[A-Za-z0-9]{8,}")
+"""What a search for one record by its id looks like (a response's or a refused request's)."""
+
+
+async def _one_record(store: Any, tenants: list[str], query: RequestQuery) -> RequestPage:
+    """A search by record id: its entry read by key in each tenant of the scope (no scan),
+    kept when the query's other filters keep it."""
+    rid = str(query.text)
+    found = await asyncio.gather(*(store.get_usage_entry(t, rid) for t in tenants))
+    entries = [e for e in found if e is not None and query.matches(e)]
+    for entry in entries:
+        entry.content = None  # a page never carries content
+    return RequestPage(entries, None, len([e for e in found if e is not None]))
 
 
 @router.get("/requests/{response_id}")
@@ -284,14 +379,17 @@ async def get_response(request: Request, response_id: str) -> dict[str, Any]:
 @router.get("/conversations")
 async def list_conversations(request: Request) -> dict[str, Any]:
     """The tenant's conversations, newest first (one store read per page)."""
-    tenant = scoped_tenant(request)
-    page = await gateway_of(request).store.list_conversations(
-        tenant, before=request.query_params.get("before") or None, limit=_limit(request)
-    )
+    tenant, tenants = await list_scope(request)
+    store = gateway_of(request).store
+    before = request.query_params.get("before") or None
+    if tenants is None:
+        page = await store.list_conversations(tenant, before=before, limit=_limit(request))
+    else:
+        page = await conversations_across(store, tenants, before=before, limit=_limit(request))
     return {
         "object": "list",
         "tenant": tenant,
-        "data": [c.to_object() for c in page.conversations],
+        "data": [{**c.to_object(), "tenant": c.tenant} for c in page.conversations],
         "next_cursor": page.next_cursor,
         "has_more": page.next_cursor is not None,
     }
@@ -332,11 +430,27 @@ async def conversation_items(request: Request, conversation_id: str) -> dict[str
 
 @router.get("/traces")
 async def list_traces(request: Request) -> dict[str, Any]:
-    """A page of the tenant's traces, most recently received first, each with its figures
-    (spans, errors, tokens, duration)."""
-    tenant = scoped_tenant(request)
-    page = await gateway_of(request).store.list_traces(
-        tenant, before=request.query_params.get("before") or None, limit=_limit(request)
+    """A page of the tenant's traces (or every tenant's), most recently received first, each
+    with its figures (spans, errors, tokens, duration) and tenant; ``workflow`` (text of its
+    name), ``errors=1`` (only failed ones), ``since`` and ``until`` (Unix seconds) filter."""
+    tenant, tenants = await list_scope(request)
+    store = gateway_of(request).store
+    params = request.query_params
+
+    async def read(before: str | None, limit: int) -> TracePage:
+        if tenants is not None:
+            return await traces_across(store, tenants, before=before, limit=limit)
+        page = await store.list_traces(tenant, before=before, limit=limit)
+        return TracePage([{**t, "tenant": tenant} for t in page.traces], page.next_cursor)
+
+    query = TraceQuery(
+        workflow=(params.get("workflow") or "").strip() or None,
+        errors=params.get("errors") in ("1", "true"),
+        since_ms=_seconds_to_ms(params.get("since"), "since"),
+        until_ms=_seconds_to_ms(params.get("until"), "until"),
+    )
+    page = await filtered_traces(
+        read, query, before=params.get("before") or None, limit=_limit(request)
     )
     return {
         "object": "list",

@@ -11,14 +11,13 @@ reads bounded by the range and the number of tenants, models and keys, never by 
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from responses_gateway.api.console import is_operator, scoped_tenant
+from responses_gateway.api.console import is_operator, known_tenants, scoped_tenant
 from responses_gateway.api.deps import UntypedRoute, gateway_of, identity_of
 from responses_gateway.usage.overview import (
     build_overview,
@@ -27,8 +26,6 @@ from responses_gateway.usage.overview import (
     usage_window as parse_usage_window,
     window as parse_window,
 )
-from responses_gateway.usage.records import HOUR_WIDTH
-from responses_gateway.usage.requestlog import UNAUTHENTICATED
 
 __all__ = ["router"]
 
@@ -110,37 +107,12 @@ async def usage(request: Request) -> Any:
 
 @router.get("/tenants")
 async def tenants(request: Request) -> dict[str, Any]:
-    """The tenants an operator can pick: its own, those of the administered keys, and those
-    with traffic in the last 7 days (refused requests with bad keys included, as
-    ``(unauthenticated)``); a tenant key gets its own only."""
+    """The tenants an operator can pick (:func:`~responses_gateway.api.console.known_tenants`);
+    a tenant key gets its own only."""
     identity = identity_of(request)
     if not is_operator(request):
         return {"object": "list", "data": [identity.tenant]}
-    now = int(time.time())
-    start = now - now % HOUR_WIDTH - (_TENANT_DAYS - 1) * 86_400
-    gateway = gateway_of(request)
-    rows, keyed = await asyncio.gather(
-        gateway.store.read_metrics(start, now + 1, width=HOUR_WIDTH), _key_tenants(request)
-    )
-    found = {identity.tenant, *keyed, *(row.tenant for row in rows)}
-    found.discard("")
-    ordered = sorted(found - {UNAUTHENTICATED})
-    if UNAUTHENTICATED in found:
-        ordered.append(UNAUTHENTICATED)
-    return {"object": "list", "data": ordered}
-
-
-async def _key_tenants(request: Request) -> set[str]:
-    """Tenants of the administered keys (none when keys are not administered here)."""
-    from responses_gateway.api.admin import admin_call, key_admin_of
-    from responses_gateway.errors import GatewayError
-
-    try:
-        admin = key_admin_of(request)
-        found = await admin_call(admin, "list", None)
-    except GatewayError:
-        return set()
-    return {info.tenant for info in found}
+    return {"object": "list", "data": await known_tenants(request)}
 
 
 @router.get("/models")

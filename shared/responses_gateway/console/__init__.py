@@ -41,6 +41,7 @@ ASSETS: dict[str, str] = {
     "conversations.js": "text/javascript; charset=utf-8",
     "usage.js": "text/javascript; charset=utf-8",
     "keys.js": "text/javascript; charset=utf-8",
+    "budgets.js": "text/javascript; charset=utf-8",
     "playground.js": "text/javascript; charset=utf-8",
 }
 """Servable file name → content type (anything else is a 404)."""

@@ -252,6 +252,14 @@ class ConversationTable:
             _log.warning("could not purge a deleted conversation's rows; TTL will")
         return int(old[TTL_ATTR]["N"]) > self._clock()
 
+    async def turns(self, tenant: str, conversation_id: str) -> list[str]:
+        """The once keys of the conversation's keyed appends (the ids of the responses whose
+        turns it holds): one Query of its ``K#`` rows, keys only."""
+        rows = await self._db.query_all(
+            "conversation_turns", _pk(tenant, conversation_id), ("K#", "K#~"), keys_only=True
+        )
+        return [row["SK"]["S"][2:].replace("%23", "#").replace("%25", "%") for row in rows]
+
     async def page(self, tenant: str, *, before: str | None, limit: int) -> ConversationPage:
         pk = _list_pk(tenant)
         items, last = await self._db.query_page(

@@ -19,7 +19,8 @@ Owns the item layout of :class:`~responses_gateway.store.base.LedgerStore` (see 
 
 For tenants whose content is logged, the marker alone also holds the entry's content (``cb``,
 compressed JSON, at most :data:`~responses_gateway.usage.requestlog.CONTENT_BYTES`; ``ce`` its
-encoding), expiring with it.
+encoding), expiring with it, and removed when the response (or its conversation) is deleted
+(:meth:`LedgerTable.forget_content`).
 
 One ended response is one TransactWriteItems: the marker's conditional Put, the log index's
 Put and four ADD updates (hour row, five-minute row, day and month totals). A retried writer's
@@ -31,6 +32,7 @@ logs nothing (entries carry tenants and models only).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import secrets
 import time
@@ -463,13 +465,43 @@ class LedgerTable:
                 limit=collector.batch,
                 start=start,
             )
-            for item in items:
-                entry = _entry_of(json.loads(item["entry"]["S"]))
-                if collector.offer(item["SK"]["S"], entry):
+            entries = [_entry_of(json.loads(item["entry"]["S"])) for item in items]
+            if query.needs_content:  # a text search: the batch's content, from the markers
+                await self._attach_content(tenant, entries)
+            for item, entry in zip(items, entries, strict=True):
+                done = collector.offer(item["SK"]["S"], entry)
+                entry.content = None  # one record's read returns it, never a page
+                if done:
                     break
             if start is None:
                 break
         return collector.page()
+
+    async def _attach_content(self, tenant: str, entries: list[UsageEntry]) -> None:
+        """Give each entry its logged content (one BatchGet of their markers, 100 keys a
+        request): what a text search of the request log matches besides the entry itself."""
+        keys = [key(response_pk(tenant, e.response_id), MARKER_SK) for e in entries]
+        found = await self._db.batch_get("list_requests", keys)
+        for entry, marker in zip(entries, keys, strict=True):
+            item = found.get((marker["PK"]["S"], MARKER_SK))
+            if item is not None and "cb" in item:
+                entry.content = decode_json(bytes(item["cb"]["B"]), item["ce"]["S"])
+
+    async def forget_content(self, tenant: str, response_ids: list[str]) -> None:
+        """Remove the logged content (``cb``, ``ce``) of these responses' request-log entries,
+        keeping the entries and their counters: one conditional update per entry holding
+        content, in parallel (an entry without content is left as it is)."""
+
+        async def forget(response_id: str) -> None:
+            with contextlib.suppress(ConditionFailed):
+                await self._db.update_item(
+                    "forget_content",
+                    key(response_pk(tenant, response_id), MARKER_SK),
+                    "REMOVE cb, ce",
+                    condition="attribute_exists(cb)",
+                )
+
+        await asyncio.gather(*(forget(rid) for rid in dict.fromkeys(response_ids)))
 
     async def spend(self, tenant: str, now: int) -> TenantSpend:
         moment = datetime.fromtimestamp(now, UTC)

@@ -10,12 +10,22 @@ HTTP or the agents SDK's classes.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from typing import Any
 
-from responses_gateway.store._traces import Tally, _earlier, response_links, tallies
+from responses_gateway.store._codec import decode_json, encode_json
+from responses_gateway.store._traces import (
+    Tally,
+    _earlier,
+    forgotten_span,
+    names_response,
+    response_links,
+    tallies,
+    trace_text,
+)
 
-__all__ = ["CREATE", "add_tallies", "read_tallies", "trace_of"]
+__all__ = ["CREATE", "add_tallies", "forget_spans", "read_tallies", "trace_of"]
 
 CREATE = """
 CREATE TABLE IF NOT EXISTS trace_stats (
@@ -110,3 +120,32 @@ def trace_of(conn: sqlite3.Connection, tenant: str, response_id: str, now: int) 
         (tenant, response_id, now),
     ).fetchone()
     return None if row is None else str(row[0])
+
+
+def forget_spans(conn: sqlite3.Connection, tenant: str, response_ids: list[str]) -> None:
+    """Rewrite the spans naming these responses without their content (their traces found
+    through ``trace_links``; each span keeps its row and expiry)."""
+    wanted = set(response_ids)
+    marks = ",".join("?" * len(wanted))
+    traces = [
+        str(row[0])
+        for row in conn.execute(
+            f"SELECT DISTINCT trace_id FROM trace_links WHERE tenant = ? "
+            f"AND response_id IN ({marks})",
+            (tenant, *wanted),
+        )
+    ]
+    for trace_id in traces:
+        rows = conn.execute(
+            "SELECT span_id, body, enc FROM trace_spans WHERE tenant = ? AND trace_id = ?",
+            (tenant, trace_id),
+        ).fetchall()
+        for span_id, body, enc in rows:
+            span = decode_json(bytes(body), enc)
+            if names_response(span, wanted):
+                new_body, new_enc = encode_json(json.loads(trace_text(forgotten_span(span))))
+                conn.execute(
+                    "UPDATE trace_spans SET body = ?, enc = ? "
+                    "WHERE tenant = ? AND trace_id = ? AND span_id = ?",
+                    (new_body, new_enc, tenant, trace_id, span_id),
+                )

@@ -39,6 +39,8 @@ __all__ = [
     "MAX_SPAN_BYTES",
     "Tally",
     "TraceTable",
+    "forgotten_span",
+    "names_response",
     "response_links",
     "span_order",
     "summary_of",
@@ -134,6 +136,28 @@ def response_links(spans: Iterable[dict[str, Any]]) -> dict[str, tuple[str, str]
         if data.get("type") == "response" and isinstance(rid, str) and rid:
             links[rid] = (str(span["trace_id"]), str(span["id"]))
     return links
+
+
+_KEPT_WHEN_FORGOTTEN = ("type", "name", "response_id", "model", "usage")
+"""What a span naming a deleted response keeps of its ``span_data`` (no inputs or outputs)."""
+
+
+def names_response(span: dict[str, Any], response_ids: set[str]) -> bool:
+    """Whether ``span``'s ``span_data.response_id`` is one of ``response_ids``."""
+    return (span.get("span_data") or {}).get("response_id") in response_ids
+
+
+def forgotten_span(span: dict[str, Any]) -> dict[str, Any]:
+    """``span`` without the content of the response it names (deleted, or its conversation
+    was): its ids, times and ``span_data`` type, name, response id, model and usage stay, with
+    ``deleted: true``; an error keeps its message only."""
+    data = span.get("span_data") or {}
+    kept = {k: data[k] for k in _KEPT_WHEN_FORGOTTEN if k in data}
+    forgotten = {**span, "span_data": {**kept, "deleted": True}}
+    error = span.get("error")
+    if isinstance(error, dict):
+        forgotten["error"] = {"message": error.get("message")}
+    return forgotten
 
 
 def with_tally(summary: dict[str, Any], tally: Tally | None) -> dict[str, Any]:
@@ -310,6 +334,26 @@ class TraceTable:
             item = found.get((_trace_pk(tenant, trace["id"]), TALLY_SK))
             summaries.append(with_tally(trace, _tally_of(item) if item else None))
         return TracePage(traces=summaries, next_cursor=cursor)
+
+    async def forget(self, tenant: str, response_ids: list[str]) -> None:
+        """Rewrite the spans naming these responses without their content
+        (:func:`forgotten_span`): one read of each response's trace link, one Query of each
+        trace so linked, one batch write of the spans rewritten (they keep their TTL)."""
+        wanted = set(response_ids)
+        links = await self._db.batch_get(
+            "forget_spans", [key(response_pk(tenant, rid), LINK_SK) for rid in wanted]
+        )
+        traces = {str(item["trace"]["S"]) for item in links.values()}
+        puts: list[Item] = []
+        for trace_id in traces:
+            pk = _trace_pk(tenant, trace_id)
+            for item in await self._db.query_all("forget_spans", pk, ("S#", "S#~")):
+                span = json.loads(item["body"]["S"])
+                if names_response(span, wanted):
+                    body = {"S": trace_text(forgotten_span(span))}
+                    puts.append({**item, "body": body})
+        if puts:
+            await self._db.batch_write("forget_spans", puts=puts)
 
     async def get(
         self, tenant: str, trace_id: str

@@ -26,6 +26,7 @@ Environment (:meth:`DynamoStore.from_env`):
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import os
 import sys
@@ -216,7 +217,16 @@ class DynamoStore:
         items, best effort (what is left is unreachable and expires)."""
         deleted = await self._responses.delete(tenant, response_id)
         await self._background.purge(tenant, response_id)
+        await self._forget_content(tenant, [response_id])
         return deleted
+
+    async def _forget_content(self, tenant: str, response_ids: list[str]) -> None:
+        """Remove what was logged of these responses' items: their request-log entries'
+        content (entries and counters stay) and the content of the trace spans naming them."""
+        await asyncio.gather(
+            self._ledger.forget_content(tenant, response_ids),
+            self._traces.forget(tenant, response_ids),
+        )
 
     # Conversations
 
@@ -234,7 +244,11 @@ class DynamoStore:
         return await self._conversations.update(tenant, conversation_id, metadata)
 
     async def delete_conversation(self, tenant: str, conversation_id: str) -> bool:
-        return await self._conversations.delete(tenant, conversation_id)
+        turns = await self._conversations.turns(tenant, conversation_id)
+        deleted = await self._conversations.delete(tenant, conversation_id)
+        if turns:
+            await self._forget_content(tenant, turns)
+        return deleted
 
     async def list_conversations(
         self, tenant: str, *, before: str | None = None, limit: int = 50

@@ -706,6 +706,7 @@ class SqliteStore:
             conn.execute(
                 f"DELETE FROM {table} WHERE tenant = ? AND response_id = ?", (tenant, response_id)
             )
+        _forget_content(conn, tenant, [response_id])
         return row is not None and int(row[0]) > self._now()
 
     # Conversations
@@ -783,7 +784,16 @@ class SqliteStore:
     def _delete_conversation(
         self, conn: sqlite3.Connection, tenant: str, conversation_id: str
     ) -> bool:
+        turns = [
+            str(row[0])
+            for row in conn.execute(
+                "SELECT once_key FROM conversation_once WHERE tenant = ? AND conversation_id = ?",
+                (tenant, conversation_id),
+            )
+        ]
         expires = _delete_conversation_rows(conn, tenant, conversation_id)
+        if expires is not None and turns:
+            _forget_content(conn, tenant, turns)
         return expires is not None and expires > self._now()
 
     async def list_conversations(
@@ -1422,9 +1432,10 @@ class SqliteStore:
             ).fetchall()
             for log_key, body, enc in rows:
                 entry = _entry_of(_value(body, enc))
-                entry.content = None  # one record's read returns it, never a page
                 high = log_key
-                if collector.offer(log_key, entry):
+                done = collector.offer(log_key, entry)  # a text search matches the content
+                entry.content = None  # one record's read returns it, never a page
+                if done:
                     break
             if len(rows) < batch:
                 break
@@ -1732,6 +1743,29 @@ def _latest_seq(
         (tenant, conversation_id, item_id),
     ).fetchone()
     return None if row is None or row[0] is None else int(row[0])
+
+
+def _forget_content(conn: sqlite3.Connection, tenant: str, response_ids: list[str]) -> None:
+    """Remove what was logged of these responses' items, in the caller's transaction: their
+    request-log records' ``content`` (the records and their counters stay) and the content of
+    the trace spans naming them."""
+    for group in _groups(list(dict.fromkeys(response_ids)), _IN_CLAUSE):
+        marks = ",".join("?" * len(group))
+        rows = conn.execute(
+            f"SELECT response_id, body, enc FROM usage_entries WHERE tenant = ? "
+            f"AND response_id IN ({marks})",
+            (tenant, *group),
+        ).fetchall()
+        for rid, body, enc in rows:
+            data = _value(body, enc)
+            if isinstance(data, dict) and data.pop("content", None) is not None:
+                new_body, new_enc = _blob(data)
+                conn.execute(
+                    "UPDATE usage_entries SET body = ?, enc = ? "
+                    "WHERE tenant = ? AND response_id = ?",
+                    (new_body, new_enc, tenant, rid),
+                )
+        _sqlite_traces.forget_spans(conn, tenant, list(group))
 
 
 def _delete_conversation_rows(

@@ -123,8 +123,10 @@ def refused_entry(
     log: dict[str, Any] | None = None,
 ) -> UsageEntry:
     """The request-log entry of a create refused before its loop ran (authentication, a 400,
-    a budget): ``status`` :data:`REFUSED`, zero counts, the HTTP status and the error's type and
-    code (never its message: it may quote the request); ``log`` adds the client's ids."""
+    a budget): ``status`` :data:`REFUSED`, zero counts, the HTTP status and the error as its
+    client got it: type, code, ``param`` and message (cut to :data:`ERROR_MESSAGE_CHARS`; the
+    gateway's own text, which names parameters and never echoes keys); ``log`` adds the
+    client's ids."""
     extra: dict[str, Any] = {
         name: value for name, value in (log or {}).items() if value not in (None, "", {})
     }
@@ -140,6 +142,8 @@ def refused_entry(
         extra["error_code"] = error["code"]
     if isinstance(error.get("param"), str):
         extra["error_param"] = error["param"]
+    if isinstance(error.get("message"), str) and error["message"]:
+        extra["error_message"] = error["message"][:ERROR_MESSAGE_CHARS]
     return UsageEntry(
         tenant=tenant,
         response_id=request_id,

@@ -7,6 +7,7 @@ configuration can use them without importing a store.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -185,6 +186,24 @@ def _deployments(entry: UsageEntry) -> list[str]:
     return [name for name in names if name]
 
 
+def _holds_text(entry: UsageEntry, text: str) -> bool:
+    """Whether ``text`` (lower case) is in the entry's searchable fields or logged content."""
+    extra = entry.extra
+    fields = [
+        entry.response_id,
+        entry.model,
+        entry.api_key_id,
+        str(extra.get("error_message") or ""),
+        str(extra.get("error_code") or ""),
+        *sorted(_session_ids(entry)),
+    ]
+    if any(text in field.lower() for field in fields):
+        return True
+    if entry.content is None:
+        return False
+    return text in json.dumps(entry.content, ensure_ascii=False).lower()
+
+
 @dataclass(frozen=True, slots=True)
 class RequestQuery:
     """What a request-log read keeps: every condition set must hold (None/empty: any)."""
@@ -201,13 +220,27 @@ class RequestQuery:
     """Entries that ended at or after this instant (Unix milliseconds)."""
     until_ms: int | None = None
     """Entries that ended before this instant (Unix milliseconds)."""
+    text: str | None = None
+    """Text found, in any case, in the response id, model, key id, error, client ids or, where
+    the tenant's content is logged, the logged input and output (the read then needs each
+    examined entry's content: :attr:`needs_content`)."""
 
     @property
     def filters(self) -> bool:
         """Whether any condition besides the time range is set (the read must examine)."""
         return bool(
-            self.statuses or self.model or self.api_key_id or self.deployment or self.session
+            self.statuses
+            or self.model
+            or self.api_key_id
+            or self.deployment
+            or self.session
+            or self.text
         )
+
+    @property
+    def needs_content(self) -> bool:
+        """Whether matching reads the entries' logged content (a text search)."""
+        return bool(self.text)
 
     def bounds(self, before: str | None, after: str | None) -> tuple[str, str]:
         """The ``(low, high)`` cursor range a read covers: entries with ``low < cursor <
@@ -237,4 +270,4 @@ class RequestQuery:
             ]
             if self.deployment not in tried:
                 return False
-        return True
+        return self.text is None or _holds_text(entry, self.text.lower())

@@ -123,8 +123,23 @@ export function td(text, cls) {
 // --- Tenants --------------------------------------------------------------------------------
 
 export const isOperator = () => Boolean(state.me && state.me.operator);
-/** The tenant a tenant-scoped read asks for: the picked one (operators), else the key's own. */
-export const tenantParam = () => (isOperator() ? sessionStorage.getItem(TENANT) || state.me.tenant : undefined);
+export const ALL = "*";
+/** The tenant a list read asks for: the picked one, "*" = every tenant (operators), else the
+ * key's own. */
+export const tenantParam = () => (isOperator() ? sessionStorage.getItem(TENANT) || ALL : undefined);
+/** Whether lists show every tenant's rows (each row then names its tenant). */
+export const allTenants = () => tenantParam() === ALL;
+/** The tenant one record's read asks for: the one its link names (a row of "All tenants"),
+ * else the picked one, else the key's own. */
+export function objectTenant(query) {
+  if (!isOperator()) return undefined;
+  return new URLSearchParams(query || "").get("tenant") || sessionStorage.getItem(TENANT) || state.me.tenant;
+}
+/** A record's link, naming its tenant when lists show every tenant's rows. */
+export function recordHref(kind, id, tenant) {
+  const href = `#/${kind}/${encodeURIComponent(id)}`;
+  return allTenants() && tenant ? `${href}?tenant=${encodeURIComponent(tenant)}` : href;
+}
 /** The tenant figures are shown for: the picked one, "" = every tenant (operators only). */
 export const figuresTenant = () => (isOperator() ? sessionStorage.getItem(TENANT) || "" : undefined);
 
@@ -136,10 +151,21 @@ function tenantPicker() {
     select.append(el("option", { value: t, text: t, selected: t === picked }));
   }
   if (picked && !(state.tenants || []).includes(picked)) select.append(el("option", { value: picked, text: picked, selected: true }));
-  select.addEventListener("change", () => {
+  // The scope changes on a selection (a click, or Enter), not on each arrow key that moves
+  // through a closed picker (Chromium fires "change" for those): a keyed move applies on
+  // Enter or when the picker loses focus.
+  let keyed = false;
+  const apply = () => {
+    keyed = false;
+    if (select.value === (sessionStorage.getItem(TENANT) || "")) return;
     if (select.value) sessionStorage.setItem(TENANT, select.value); else sessionStorage.removeItem(TENANT);
     route();
+  };
+  select.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") { event.preventDefault(); apply(); } else if (event.key !== "Tab") keyed = true;
   });
+  select.addEventListener("change", () => { if (!keyed) apply(); });
+  select.addEventListener("blur", () => { if (keyed) apply(); });
   return el("label", { class: "tenant" }, "Tenant ", select);
 }
 
@@ -178,13 +204,14 @@ export function failure(err) {
 const ROUTES = [
   [/^#\/overview(?:\?(.*))?$/, "overview", "overviewPage", "overview"],
   [/^#\/requests(?:\?(.*))?$/, "requests", "requestsPage", "requests"],
-  [/^#\/response\/([^?]+)$/, "response", "responsePage", "requests"],
+  [/^#\/response\/([^?]+)(?:\?(.*))?$/, "response", "responsePage", "requests", true],
   [/^#\/traces(?:\?(.*))?$/, "traces", "tracesPage", "traces"],
-  [/^#\/trace\/([^?]+)$/, "traces", "tracePage", "traces"],
-  [/^#\/conversations$/, "conversations", "conversationsPage", "conversations"],
-  [/^#\/conversation\/([^?]+)$/, "conversations", "conversationPage", "conversations"],
+  [/^#\/trace\/([^?]+)(?:\?(.*))?$/, "traces", "tracePage", "traces", true],
+  [/^#\/conversations(?:\?(.*))?$/, "conversations", "conversationsPage", "conversations"],
+  [/^#\/conversation\/([^?]+)(?:\?(.*))?$/, "conversations", "conversationPage", "conversations", true],
+  [/^#\/budgets$/, "budgets", "budgetsPage", "budgets"],
   [/^#\/usage(?:\?(.*))?$/, "usage", "usagePage", "usage"],
-  [/^#\/keys$/, "keys", "keysPage", "keys"],
+  [/^#\/keys(?:\?(.*))?$/, "keys", "keysPage", "keys", true],
   [/^#\/playground$/, "playground", "playgroundPage", "playground"],
 ];
 
@@ -222,11 +249,12 @@ async function routeOnce() {
   nav.hidden = false;
   const hash = location.hash || "#/overview";
   const asked = new URLSearchParams(hash.split("?")[1] || "").get("tenant");
-  if (asked !== null && isOperator()) pickTenant(asked);  // a link naming its tenant
   delete page.dataset.ready;
-  for (const [pattern, module, name, tab] of ROUTES) {
+  for (const [pattern, module, name, tab, record] of ROUTES) {
     const match = hash.match(pattern);
     if (!match) continue;
+    // A list's link naming a tenant picks it ("*": all); a record's names only whose it is.
+    if (asked !== null && isOperator() && !record) pickTenant(asked === ALL ? "" : asked);
     for (const a of nav.querySelectorAll("a")) {
       if (a.dataset.page === tab) a.setAttribute("aria-current", "page");
       else a.removeAttribute("aria-current");

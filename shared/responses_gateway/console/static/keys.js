@@ -2,14 +2,14 @@
 // revocable from itself), creating a key (its value shown once) and revoking one; a tenant's
 // budget limits and its day and month spend, saying plainly whether the gateway enforces them.
 
-import { api, el, show, ready, state, tenantParam, isOperator, utc, usd, int, facts, table, td, ApiError } from "./console.js";
+import { api, el, show, ready, state, objectTenant, isOperator, utc, usd, int, facts, table, td, ApiError } from "./console.js";
 
 const LIMITS = [["daily_tokens", "Daily tokens"], ["monthly_tokens", "Monthly tokens"],
   ["daily_cost_usd", "Daily cost (USD)"], ["monthly_cost_usd", "Monthly cost (USD)"]];
 
 function budgetSection() {
   const status = el("p", { id: "budget-status", role: "status" });
-  const tenant = el("input", { id: "budget-tenant", name: "tenant", value: tenantParam() || state.me.tenant, size: 18,
+  const tenant = el("input", { id: "budget-tenant", name: "tenant", value: objectTenant(location.hash.split("?")[1]) || state.me.tenant, size: 18,
     readonly: !isOperator(), list: "tenant-names" });
   const inputs = LIMITS.map(([name]) => el("input", { id: `limit-${name}`, name, inputmode: "decimal", size: 12,
     readonly: !isOperator() }));

@@ -40,11 +40,21 @@ function breakdown(name, rows, linkFor) {
       td(usd(r.cost_usd), "num"))));
 }
 
-function deployments(rows) {
+/** The Requests page showing exactly the rows a figure counted: its filter, the overview's
+ * range (the buckets' start to end) and its tenant scope ("*": every tenant). */
+function requestsHref(o, filter) {
+  const params = new URLSearchParams(filter);
+  if (isOperator()) params.set("tenant", o.tenant || "*");
+  params.set("since", String(o.start));
+  params.set("until", String(o.end));
+  return `#/requests?${params}`;
+}
+
+function deployments(o, rows) {
   return table("Deployments: calls answered and failed, health",
     ["Deployment", ["Answered", "num"], ["Failed", "num"], "Health"],
     rows.map((d) => el("tr", { "data-deployment": d.id },
-      td(el("a", { href: `#/requests?deployment=${encodeURIComponent(d.id)}`, text: d.id })),
+      td(el("a", { href: requestsHref(o, { deployment: d.id }), text: d.id })),
       td(int(d.answered), "num"), td(int(d.failed), d.failed ? "num bad" : "num"),
       td(d.cooldown_until ? el("span", { class: "bad", text: `cooldown until ${new Date(d.cooldown_until * 1000).toISOString().slice(11, 19)} UTC` })
         : d.recent_failures ? `${d.recent_failures} recent failure${d.recent_failures === 1 ? "" : "s"}`
@@ -115,13 +125,13 @@ function render(body, o) {
       { ...spec, kind: "bar", format: tickUsd },
       [{ label: "cost", values: o.buckets.map((b) => Number(b.cost_usd)), color: "#1a7f37" }]),
   ];
-  const statuses = Object.entries(t.statuses).map(([s, n]) => el("li", {}, badge(s), ` ${int(n)}`));
+  const statuses = Object.entries(t.statuses).map(([s, n]) => el("li", {}, el("a", { href: requestsHref(o, { status: s }), class: "status-link" }, badge(s), ` ${int(n)}`)));
   const linkTenant = isOperator() && !o.tenant
-    ? (key) => el("a", { href: `#/requests?tenant=${encodeURIComponent(key)}`, text: key }) : null;
+    ? (key) => el("a", { href: requestsHref({ ...o, tenant: key }, {}), text: key }) : null;
   const sections = [
     ["By tenant", "Tenant", "tenant", linkTenant],
-    ["By key", "Key", "api_key_id", (key) => el("a", { href: `#/requests?api_key_id=${encodeURIComponent(key)}`, text: key || "(no key)" })],
-    ["By model", "Model", "model", (key) => el("a", { href: `#/requests?model=${encodeURIComponent(key)}`, text: key || "(none)" })],
+    ["By key", "Key", "api_key_id", (key) => el("a", { href: requestsHref(o, { api_key_id: key }), text: key || "(no key)" })],
+    ["By model", "Model", "model", (key) => el("a", { href: requestsHref(o, { model: key }), text: key || "(none)" })],
   ].filter(([, , name]) => name !== "tenant" || (isOperator() && !o.tenant));
   body.replaceChildren(summary,
     el("ul", { class: "statuses", "aria-label": "Requests by status" }, statuses,
@@ -129,6 +139,6 @@ function render(body, o) {
     el("div", { class: "cards" }, cards.map(([box]) => box)),
     el("div", { class: "breakdowns" },
       sections.map(([title, column, name, link]) => el("section", { "aria-label": title }, el("h3", { text: title }), breakdown(column, o.by[name], link))),
-      o.deployments.length ? el("section", { "aria-label": "By deployment" }, el("h3", { text: "By deployment" }), deployments(o.deployments)) : null));
+      o.deployments.length ? el("section", { "aria-label": "By deployment" }, el("h3", { text: "By deployment" }), deployments(o, o.deployments)) : null));
   for (const [, draw] of cards) draw();
 }

@@ -1,16 +1,17 @@
 // The Requests page: the request log, newest first, filtered by the store over the whole log
-// (status from a list, model, key, deployment, client session, time window) and paged by
-// cursor. Compact columns; a row opens its details. The live tail asks only for what is newer
-// than the newest row shown.
+// (a response id or text, status from a list, model, key, deployment, client session, time
+// window or the Overview's range) and paged by cursor; in "All tenants", every tenant's rows,
+// each naming its tenant. Compact columns; a row opens its details. The live tail asks only for
+// what is newer than the newest row shown (every 3 s; every 15 s across all tenants).
 
 import {
-  api, el, show, ready, every, tenantParam, utcDay, utcTime, ms, int, usd, shortId, clientId,
-  badge, facts, emptyState, code, td,
+  api, el, show, ready, every, tenantParam, allTenants, recordHref, utcDay, utcTime, ms, int, usd, shortId,
+  clientId, badge, facts, emptyState, code, td,
 } from "./console.js";
 
 const STATUSES = ["completed", "incomplete", "failed", "cancelled", "refused"];
 const WINDOWS = [["", "Any time"], ["900", "Last 15 minutes"], ["3600", "Last hour"], ["86400", "Last 24 hours"], ["604800", "Last 7 days"]];
-const FILTERS = ["status", "model", "api_key_id", "deployment", "session", "window"];
+const FILTERS = ["status", "model", "api_key_id", "deployment", "session", "window", "since", "until", "q"];
 const MAX_ROWS = 1000;
 
 const cursorTime = (cursor) => Number(String(cursor).slice(0, 13));
@@ -28,9 +29,10 @@ function details(r) {
   const attempts = (r.attempts_failed || []).map((a) => `${a.deployment} (${a.kind}${a.status ? ` ${a.status}` : ""})`).join(", ");
   const client = Object.entries(r.client || {}).map(([k, v]) => `${k}=${v}`).join(", ");
   return el("div", { class: "detail" }, facts([
-    ["Response", r.status === "refused" ? r.id : el("a", { href: `#/response/${encodeURIComponent(r.id)}`, text: r.id })],
+    ["Response", r.status === "refused" ? r.id : el("a", { href: recordHref("response", r.id, r.tenant), text: r.id })],
+    ["Tenant", r.tenant],
     ["Ended (UTC)", `${utcDay(r.ended_ms || r.ended_at * 1000)} ${utcTime(r.ended_ms || r.ended_at * 1000)}`],
-    ["Error", [r.http_status ? `HTTP ${r.http_status}` : "", r.error_code, r.error_message].filter(Boolean).join(" · ")],
+    ["Error", [r.http_status ? `HTTP ${r.http_status}` : "", r.error_code, r.error_message, r.error_param ? `param: ${r.error_param}` : ""].filter(Boolean).join(" · ")],
     ["Incomplete", r.incomplete_reason],
     ["Key", r.api_key_id],
     ["Provider / wire", r.provider ? `${r.provider} / ${r.wire}` : undefined],
@@ -48,22 +50,23 @@ function details(r) {
   ]));
 }
 
-function row(r, body) {
+function row(r, body, everyTenant) {
   const when = r.ended_ms || r.ended_at * 1000;
   const open = el("button", { type: "button", class: "disclose", "aria-expanded": "false", title: `${utcDay(when)} ${utcTime(when)} UTC`, text: utcTime(when) });
   const tr = el("tr", { "data-id": r.id, "data-status": r.status },
     el("td", {}, open),
     el("td", {}, badge(r.status)),
+    everyTenant ? td(r.tenant, "clip tenant") : null,
     td(r.model || "–", "clip"),
     td(ms(r.duration_ms), "num wide"),
     td(int(r.usage.total_tokens), "num"),
     td(usd(r.usage.cost_usd), "num wide"),
     td(errorText(r), "wide clip"),
-    td(r.status === "refused" ? shortId(r.id) : el("a", { href: `#/response/${encodeURIComponent(r.id)}`, class: "id", title: r.id, text: shortId(r.id) }), "wide"));
+    td(r.status === "refused" ? shortId(r.id) : el("a", { href: recordHref("response", r.id, r.tenant), class: "id", title: r.id, text: shortId(r.id) }), "wide"));
   let panel = null;
   open.addEventListener("click", () => {
     if (panel) { panel.remove(); panel = null; open.setAttribute("aria-expanded", "false"); return; }
-    panel = el("tr", { class: "detail-row" }, el("td", { colspan: "8" }, details(r)));
+    panel = el("tr", { class: "detail-row" }, el("td", { colspan: everyTenant ? "9" : "8" }, details(r)));
     tr.after(panel);
     open.setAttribute("aria-expanded", "true");
   });
@@ -77,9 +80,12 @@ function filterForm(filters, models) {
     STATUSES.map((s) => el("option", { value: s, text: s, selected: (filters.status || "").toLowerCase() === s })));
   const windowSelect = el("select", { name: "window" }, WINDOWS.map(([v, label]) => el("option", { value: v, text: label, selected: (filters.window || "") === v })));
   const list = el("datalist", { id: "model-names" }, models.map((m) => el("option", { value: m })));
-  form.append(el("label", {}, "Status", status), input("model", "Model", { list: "model-names" }), list,
+  const range = filters.since || filters.until
+    ? [el("input", { type: "hidden", name: "since", value: filters.since || "" }), el("input", { type: "hidden", name: "until", value: filters.until || "" })] : [];
+  form.append(input("q", "Response id or text", { type: "search", size: 18 }),
+    el("label", {}, "Status", status), input("model", "Model", { list: "model-names" }), list,
     input("api_key_id", "Key id"), input("deployment", "Deployment"), input("session", "Client session / thread"),
-    el("label", {}, "Time", windowSelect), el("button", { type: "submit", text: "Apply" }),
+    el("label", {}, "Time", windowSelect), ...range, el("button", { type: "submit", text: "Apply" }),
     el("button", { type: "button", text: "Clear", onclick: () => { location.hash = "#/requests"; } }));
   form.addEventListener("submit", (event) => {
     event.preventDefault();
@@ -96,8 +102,9 @@ export async function requestsPage(match) {
   const models = await api("/v1/console/models").then((a) => a.data.map((m) => m.id)).catch(() => []);
   const live = el("input", { type: "checkbox", id: "live" });
   const body = el("tbody");
+  const everyTenant = allTenants();
   const tableBox = el("div", { class: "table-wrap" }, el("table", { "aria-label": "Requests, newest first", class: "requests" },
-    el("thead", {}, el("tr", {}, ["Time (UTC)", "Status", "Model", ["Duration", "num wide"], ["Tokens", "num"], ["Cost", "num wide"], ["Error", "wide"], ["Response", "wide"]]
+    el("thead", {}, el("tr", {}, ["Time (UTC)", "Status", ...(everyTenant ? ["Tenant"] : []), "Model", ["Duration", "num wide"], ["Tokens", "num"], ["Cost", "num wide"], ["Error", "wide"], ["Response", "wide"]]
       .map((c) => { const [text, cls] = Array.isArray(c) ? c : [c, ""]; return el("th", { scope: "col", class: cls || null, text }); }))), body));
   const more = el("button", { type: "button", text: "Older", hidden: true });
   const count = el("p", { class: "muted", id: "request-count" });
@@ -115,13 +122,15 @@ export async function requestsPage(match) {
   let shown = 0;
   const seen = new Set();
   const add = (records, prepend) => {
-    const rows = records.filter((r) => !seen.has(r.id)).map((r) => { seen.add(r.id); return row(r, body); });
+    const rows = records.filter((r) => !seen.has(r.id)).map((r) => { seen.add(r.id); return row(r, body, everyTenant); });
     if (prepend) body.prepend(...rows); else body.append(...rows);
     shown += rows.length;
     while (body.children.length > MAX_ROWS) body.lastElementChild.remove();
   };
   const summary = () => {
-    count.textContent = `${shown} request${shown === 1 ? "" : "s"} shown (tenant ${tenant})${filtered ? ", filtered" : ""}`;
+    const range = filters.since || filters.until
+      ? `, ended ${filters.since ? `from ${utcDay(filters.since * 1000)} ${utcTime(filters.since * 1000)}` : ""}${filters.until ? ` before ${utcDay(filters.until * 1000)} ${utcTime(filters.until * 1000)}` : ""} UTC` : "";
+    count.textContent = `${shown} request${shown === 1 ? "" : "s"} shown (${tenant === "*" ? "all tenants" : `tenant ${tenant}`})${filtered ? ", filtered" : ""}${range}`;
     if (!shown) {
       empty.replaceChildren(filtered
         ? emptyState("No request matches these filters.", el("p", { text: cursor ? "Older entries are left to search." : "The whole log was searched." }))
@@ -164,7 +173,8 @@ export async function requestsPage(match) {
   let stop = null;
   live.addEventListener("change", () => {
     if (stop) { stop(); stop = null; }
-    if (live.checked) stop = every(3000, () => tail().catch(() => {}));
+    // Every tenant's tail reads every tenant's log: less often (see benchmarks/README.md)
+    if (live.checked) stop = every(everyTenant ? 15000 : 3000, () => tail().catch(() => {}));
   });
   await load();
   ready("requests");

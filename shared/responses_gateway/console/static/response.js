@@ -4,13 +4,13 @@
 // the request's parameters, instructions and tools offered; links to its trace, conversation and
 // chain; and its timeline. One API call.
 
-import { api, el, show, ready, tenantParam, utc, ms, int, usd, clientId, badge, facts } from "./console.js";
+import { api, el, show, ready, objectTenant, utc, ms, int, usd, clientId, badge, facts } from "./console.js";
 import { timeline, parameterFacts, toolLabel } from "./items.js";
 
 const STORAGE = {
   stored: null,
   not_stored: "Not stored (store: false): only the request-log record exists.",
-  deleted: "Deleted: it was stored, and its record has been deleted since (the request-log record remains).",
+  deleted: "Deleted: it was stored, and it has been deleted since, with what was logged of its content (the request-log record and its counters remain).",
   expired: "Expired: it was stored, and its record outlived the retention period.",
   refused: "Refused before it ran: no response exists, only the request-log record.",
   unknown: "No stored record.",
@@ -22,7 +22,9 @@ function section(title, ...body) {
 
 export async function responsePage(match) {
   const id = decodeURIComponent(match[1]);
-  const view = await api(`/v1/console/responses/${encodeURIComponent(id)}`, { tenant: tenantParam() });
+  const tenant = objectTenant(match[2]);
+  const view = await api(`/v1/console/responses/${encodeURIComponent(id)}`, { tenant });
+  const of = tenant ? `?tenant=${encodeURIComponent(tenant)}` : "";
   const stored = view.stored;
   const record = view.request;
   const r = stored ? stored.response : {};
@@ -30,7 +32,8 @@ export async function responsePage(match) {
   const logged = record && record.content;
   const request = stored ? r : (logged && logged.request) || {};
   const status = r.status || (record && record.status);
-  const error = r.error || (record && record.error_code ? { code: record.error_code, message: record.error_message } : null);
+  const error = r.error || (record && (record.error_code || record.error_message)
+    ? { code: record.error_code, message: record.error_message, param: record.error_param } : null);
   const incomplete = (r.incomplete_details && r.incomplete_details.reason) || (record && record.incomplete_reason);
   const attempts = (record && record.attempts_failed) || [];
   const prev = r.previous_response_id;
@@ -40,7 +43,7 @@ export async function responsePage(match) {
   if (error) {
     parts.push(el("div", { class: "alert", role: "alert" },
       el("strong", { text: `${record && record.http_status ? `HTTP ${record.http_status} · ` : ""}${error.code || "error"}: ` }),
-      error.message || "(no message)"));
+      error.message || "(no message)", error.param ? el("span", { class: "muted", text: ` (param: ${error.param})` }) : null));
   } else if (incomplete) {
     parts.push(el("div", { class: "alert warn", role: "status" }, el("strong", { text: "Incomplete: " }), incomplete));
   }
@@ -68,9 +71,9 @@ export async function responsePage(match) {
     ["Key", record && record.api_key_id],
     ["Tenant", view.tenant],
     ["Client id", record ? clientId(record) : undefined],
-    ["Trace", view.trace_id ? link(`#/trace/${encodeURIComponent(view.trace_id)}`, view.trace_id) : undefined],
-    ["Conversation", stored && stored.conversation_id ? link(`#/conversation/${encodeURIComponent(stored.conversation_id)}`, stored.conversation_id) : undefined],
-    ["Previous", prev ? link(`#/response/${encodeURIComponent(prev)}`, prev) : undefined],
+    ["Trace", view.trace_id ? link(`#/trace/${encodeURIComponent(view.trace_id)}${of}`, view.trace_id) : undefined],
+    ["Conversation", stored && stored.conversation_id ? link(`#/conversation/${encodeURIComponent(stored.conversation_id)}${of}`, stored.conversation_id) : undefined],
+    ["Previous", prev ? link(`#/response/${encodeURIComponent(prev)}${of}`, prev) : undefined],
     ["Metadata", r.metadata && Object.keys(r.metadata).length ? Object.entries(r.metadata).map(([k, v]) => `${k}=${v}`).join(", ") : undefined],
   ])));
   if (request.instructions) parts.push(section("Instructions", el("pre", { text: request.instructions })));
@@ -83,7 +86,7 @@ export async function responsePage(match) {
   const parameters = parameterFacts(request);
   if (parameters.length) parts.push(section("Parameters", facts(parameters)));
   if (stored && stored.chain.length) {
-    const chain = stored.chain.map((c) => el("li", {}, link(`#/response/${encodeURIComponent(c)}`, c)));
+    const chain = stored.chain.map((c) => el("li", {}, link(`#/response/${encodeURIComponent(c)}${of}`, c)));
     parts.push(section("Chain (oldest first)", el("ol", { class: "chain" }, chain)));
   }
   if (stored) {

@@ -3,8 +3,27 @@
 // guardrails marked, and for model calls the gateway's tokens, cost and a link to the response.
 
 import {
-  api, el, show, ready, tenantParam, utc, ms, int, usd, shortId, facts, emptyState, code, table, td,
+  api, el, show, ready, tenantParam, allTenants, objectTenant, recordHref, utc, ms, int, usd, shortId, facts,
+  emptyState, code, table, td,
 } from "./console.js";
+
+const WINDOWS = [["", "Any time"], ["3600", "Last hour"], ["86400", "Last 24 hours"], ["604800", "Last 7 days"]];
+const FILTERS = ["workflow", "errors", "window", "since", "until"];
+
+function filterForm(filters) {
+  const form = el("form", { class: "filters", role: "search", "aria-label": "Filter traces" },
+    el("label", {}, "Workflow", el("input", { name: "workflow", type: "search", value: filters.workflow || "", size: 16 })),
+    el("label", { class: "inline" }, el("input", { type: "checkbox", name: "errors", value: "1", checked: filters.errors === "1" }), " With errors only"),
+    el("label", {}, "Received", el("select", { name: "window" }, WINDOWS.map(([v, label]) => el("option", { value: v, text: label, selected: (filters.window || "") === v })))),
+    el("button", { type: "submit", text: "Apply" }),
+    el("button", { type: "button", text: "Clear", onclick: () => { location.hash = "#/traces"; } }));
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const params = new URLSearchParams([...new FormData(form)].filter(([, v]) => v));
+    location.hash = `#/traces?${params}`;
+  });
+  return form;
+}
 import { timeline } from "./items.js";
 
 function howToSend() {
@@ -13,16 +32,28 @@ function howToSend() {
     code(`from agents import set_tracing_export_api_key\nfrom agents.tracing.processors import default_exporter\n\nset_tracing_export_api_key("<this gateway's API key>")\ndefault_exporter().endpoint = "${location.origin}/v1/traces/ingest"`));
 }
 
-export async function tracesPage() {
+export async function tracesPage(match) {
+  const query = new URLSearchParams(match[1] || "");
+  const filters = Object.fromEntries([...query].filter(([k]) => FILTERS.includes(k)));
+  const filtered = Object.keys(filters).length > 0;
+  const everyTenant = allTenants();
   const more = el("button", { type: "button", text: "Older", hidden: true });
   const box = el("div");
-  show(el("h2", { text: "Traces" }), box, more);
+  const count = el("p", { class: "muted", id: "trace-count" });
+  show(el("h2", { text: "Traces" }), filterForm(filters), count, box, more);
+  const params = { ...filters, tenant: tenantParam(), limit: "50" };
+  delete params.window;
+  if (filters.window) params.since = String(Math.floor(Date.now() / 1000) - Number(filters.window));
   let cursor;
   let body = null;
+  let shown = 0;
   const load = async () => {
-    const answer = await api("/v1/console/traces", { tenant: tenantParam(), limit: "50", before: cursor });
-    const rows = answer.data.map((t) => el("tr", { "data-id": t.id },
-      td(el("a", { href: `#/trace/${encodeURIComponent(t.id)}`, title: t.id, text: t.workflow_name || shortId(t.id) }), "clip"),
+    const answer = await api("/v1/console/traces", { ...params, before: cursor });
+    shown += answer.data.length;
+    count.textContent = `${shown} trace${shown === 1 ? "" : "s"} shown (${answer.tenant === "*" ? "all tenants" : `tenant ${answer.tenant}`})${filtered ? ", filtered" : ""}`;
+    const rows = answer.data.map((t) => el("tr", { "data-id": t.id, "data-tenant": t.tenant },
+      td(el("a", { href: recordHref("trace", t.id, t.tenant), title: t.id, text: t.workflow_name || shortId(t.id) }), "clip"),
+      everyTenant ? td(t.tenant, "clip tenant") : null,
       td(utc(Math.floor(t.received_ms / 1000)).slice(5, 16), "wide"),
       td(ms(t.duration_ms), "num"),
       td(int(t.spans), "num"),
@@ -31,8 +62,10 @@ export async function tracesPage() {
     if (body) body.append(...rows);
     else if (rows.length) {
       box.replaceChildren(table("Traces, most recent first",
-        ["Workflow", ["Received (UTC)", "wide"], ["Duration", "num"], ["Spans", "num"], ["Errors", "num"], ["Tokens", "num"]], rows));
+        ["Workflow", ...(everyTenant ? ["Tenant"] : []), ["Received (UTC)", "wide"], ["Duration", "num"], ["Spans", "num"], ["Errors", "num"], ["Tokens", "num"]], rows));
       body = box.querySelector("tbody");
+    } else if (filtered) {
+      box.replaceChildren(emptyState("No trace matches these filters.", el("p", { text: answer.next_cursor ? "Older traces are left to search." : "Every trace was searched." })));
     } else box.replaceChildren(howToSend());
     cursor = answer.next_cursor;
     more.hidden = !cursor;
@@ -59,6 +92,7 @@ function spanDetail(s) {
   const g = s.gateway;
   const parts = [];
   if (s.error) parts.push(el("pre", { class: "bad", text: JSON.stringify(s.error, null, 2) }));
+  if (d.deleted) parts.push(el("p", { class: "muted deleted", text: "Deleted: the response this span names was deleted, and its content with it." }));
   if (g && g.input_items) {
     parts.push(el("p", { class: "muted", text: "Model call input and output" }), timeline("Model call", g.input_items, g.output));
   } else if (g && g.request) {
@@ -91,7 +125,8 @@ function tree(spans) {  // spans nested by parent_id, each level in start order
 
 export async function tracePage(match) {
   const id = decodeURIComponent(match[1]);
-  const view = await api(`/v1/console/traces/${encodeURIComponent(id)}`, { tenant: tenantParam() });
+  const tenant = objectTenant(match[2]);
+  const view = await api(`/v1/console/traces/${encodeURIComponent(id)}`, { tenant });
   const time = (s, name) => Date.parse(s[name] || s.started_at);
   const times = view.spans.flatMap((s) => [time(s, "started_at"), time(s, "ended_at")]).filter((t) => !Number.isNaN(t));
   const t0 = Math.min(...times);
@@ -115,7 +150,8 @@ export async function tracePage(match) {
       el("div", { class: "span-head" },
         el("span", { class: `indent d${Math.min(depth, 8)}` }),
         el("span", { class: "step-kind", text: spanTitle(s) }),
-        d.response_id ? el("a", { href: `#/response/${encodeURIComponent(d.response_id)}`, class: "id", title: d.response_id, text: shortId(d.response_id) }) : null,
+        d.response_id ? el("a", { href: `#/response/${encodeURIComponent(d.response_id)}${tenant ? `?tenant=${encodeURIComponent(tenant)}` : ""}`, class: "id", title: d.response_id, text: shortId(d.response_id) }) : null,
+        d.deleted ? el("span", { class: "badge status-cancelled", text: "deleted" }) : null,
         el("span", { class: "step-side", text: ms(end - start) }),
         spanTokens !== null ? el("span", { class: "step-side", text: `${int(spanTokens)} tokens${g ? ` · ${usd(g.usage.cost_usd)}` : ""}` }) : null,
         problem ? el("span", { class: "badge status-failed", text: problem.slice(0, 80) }) : null),
@@ -126,7 +162,7 @@ export async function tracePage(match) {
   });
   const trace = view.trace || {};
   show(el("h2", { class: "id-title", text: `Trace ${trace.workflow_name || id}` }),
-    facts([["Trace id", id], ["Workflow", trace.workflow_name], ["Group", trace.group_id], ["Spans", view.spans.length],
+    facts([["Trace id", id], ["Tenant", view.tenant], ["Workflow", trace.workflow_name], ["Group", trace.group_id], ["Spans", view.spans.length],
       ["Duration", times.length ? ms(total) : undefined], ["Errors", errors || "none"],
       ["Model tokens (gateway)", tokens ? int(tokens) : undefined], ["Cost", tokens ? usd(cost) : undefined]]),
     view.spans.length ? el("ol", { class: "waterfall", "aria-label": "Spans nested by parent, in start order" }, rows)

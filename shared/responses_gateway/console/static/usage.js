@@ -93,7 +93,8 @@ export async function usagePage(match) {
   body.replaceChildren(
     el("ul", { class: "statuses" }, el("li", {}, el("strong", { text: usd(total.cost_usd) }), " cost"),
       el("li", {}, el("strong", { text: int(total.input_tokens + total.output_tokens) }), " tokens"),
-      el("li", {}, el("strong", { text: int(total.requests) }), " responses")),
+      el("li", {}, el("strong", { text: int(total.requests) }), " responses"),
+      el("li", { class: "muted", id: "usage-refusals", text: "Requests refused before they ran cost nothing and are not counted here (the Overview and Requests count them)." })),
     chart, legend(series),
     table(`Usage by ${values.group}`, [groupLabel, ["Requests", "num"], ["Input", "num"], ["Cached", "num wide"], ["Output", "num"], ["Reasoning", "num wide"], ["Cost", "num"]],
       usage.totals.map((g) => el("tr", { "data-key": g.key },
