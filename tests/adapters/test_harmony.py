@@ -718,7 +718,7 @@ def test_config_refuses_a_harmony_provider_without_the_package(
     with pytest.raises(ConfigError) as info:
         parse_config({"providers": [{"name": "oss", "base_url": "http://h/v1", "api": "harmony"}]})
     assert str(info.value) == (
-        "provider 'oss': api 'harmony' needs the openai-harmony package: "
+        "provider 'oss'.api 'harmony' needs the openai-harmony package: "
         "pip install 'responses-gateway[harmony]' (on Lambda: HARMONY=1 sam build)"
     )
 
