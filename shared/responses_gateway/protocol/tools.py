@@ -23,6 +23,7 @@ from pydantic import AfterValidator, Field, Tag, model_validator
 
 from responses_gateway.protocol.fields import (
     REQUIRED,
+    Closed,
     Lenient,
     NonEmptyStr,
     custom_error,
@@ -51,7 +52,7 @@ Callers = Annotated[list[Literal["direct", "programmatic"]], Field(min_length=1)
 """A tool's ``allowed_callers``: the contexts that may invoke it (the SDK's values)."""
 
 
-class FunctionTool(Lenient):
+class FunctionTool(Closed):
     """``{"type":"function","name","description","parameters","strict"}``."""
 
     type: Literal["function"]
@@ -75,14 +76,14 @@ class FunctionTool(Lenient):
         return self
 
 
-class McpToolFilter(Lenient):
+class McpToolFilter(Closed):
     """``{"tool_names":[...],"read_only":bool}``, used by ``allowed_tools`` and approvals."""
 
     tool_names: list[str] | None = None
     read_only: bool | None = None
 
 
-class McpApprovalFilter(Lenient):
+class McpApprovalFilter(Closed):
     """``require_approval`` as ``{"always":{tool_names},"never":{tool_names}}``."""
 
     always: McpToolFilter | None = None
@@ -109,7 +110,7 @@ def _check_server_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
-class McpTool(Lenient):
+class McpTool(Closed):
     """A remote MCP server the gateway may call on the model's behalf.
 
     ``headers`` and ``authorization`` are secrets: they are used for the calls and never echoed.
@@ -126,6 +127,8 @@ class McpTool(Lenient):
     server_description: str | None = None
     allowed_tools: McpAllowedTools | None = None
     require_approval: McpRequireApproval | None = None
+    allowed_callers: Callers | None = None
+    defer_loading: bool | None = None
 
     @model_validator(mode="after")
     def _needs_a_server(self) -> McpTool:
