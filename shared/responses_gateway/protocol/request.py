@@ -176,10 +176,12 @@ Int32 = Annotated[int, _bounded("integer", 0, INT32_MAX)]
 
 
 class FunctionToolChoice(_Closed):
-    """``{"type":"function","name"}``."""
+    """``{"type":"function","name","namespace"?}`` (``namespace``: the function is one of a
+    ``namespace`` tool's, as Codex names it)."""
 
     type: Literal["function"]
     name: str
+    namespace: str | None = None
 
 
 class McpToolChoice(_Closed):
