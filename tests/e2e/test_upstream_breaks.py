@@ -75,7 +75,7 @@ def test_a_break_before_the_first_data_event_is_retried_unstreamed(
     assert [r.json.get("stream") for r in upstream.model_requests()] == [True, False]
 
 
-def test_the_llama_cpp_python_abort_is_served_by_the_retry_for_a_forced_tool_flow(
+def test_the_llama_cpp_python_abort_of_a_tool_request_is_served_by_the_retry(
     http: httpx.Client, upstream: ScriptedUpstream, model: str
 ) -> None:
     # the server aborts every streamed request with tools and tool_choice auto (no turn used)

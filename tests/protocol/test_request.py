@@ -526,7 +526,7 @@ def test_parse_create_request_mcp_connector_id_accepted() -> None:
     ],
 )
 def test_parse_create_request_tool_choice_forms_accepted_and_echoed(choice: Any) -> None:
-    tools = [{"type": "function", "name": "f"}]
+    tools = [{"type": "function", "name": "f"}, {"type": "mcp", "server_label": "docs"}]
     parsed = parse_create_request(_body(tool_choice=choice, tools=tools))
     assert echo_fields(parsed)["tool_choice"] == choice
 
@@ -538,6 +538,23 @@ def test_parse_create_request_a_function_choice_the_request_does_not_offer_is_re
     with pytest.raises(InvalidRequestError) as caught:
         parse_create_request(_body(tool_choice={"type": "function", "name": "f"}, tools=tools))
     assert (caught.value.param, caught.value.code) == ("tool_choice", "invalid_value")
+
+
+@pytest.mark.parametrize(
+    "tools", [[], [{"type": "mcp", "server_label": "other"}, {"type": "function", "name": "docs"}]]
+)
+def test_parse_create_request_an_mcp_choice_the_request_does_not_offer_is_refused(
+    tools: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(
+            _body(tool_choice={"type": "mcp", "server_label": "docs"}, tools=tools)
+        )
+    assert (caught.value.param, caught.value.code) == ("tool_choice", "invalid_value")
+    assert caught.value.message == (
+        "Invalid value for 'tool_choice': no MCP server labelled 'docs' is among the request's "
+        "tools."
+    )
 
 
 @pytest.mark.parametrize(

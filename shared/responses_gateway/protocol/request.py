@@ -422,10 +422,10 @@ _ITEMS_OFFERING_TOOLS = frozenset({"additional_tools", "tool_search_output"})
 
 
 def chosen_function_offered(choice: Any, tools: Any, items: Any) -> None:
-    """Refuse a ``tool_choice`` naming a function the request does not offer (OpenAI answers
-    400 too): nothing could satisfy it. Functions that may come from elsewhere (a namespace, a
-    tool search, tools an input item offers) are not second-guessed."""
-    if not isinstance(choice, FunctionToolChoice):
+    """Refuse a ``tool_choice`` naming a function, or an MCP server, the request does not offer
+    (OpenAI answers 400 too): nothing could satisfy it, on any wire. Tools that may come from
+    elsewhere (a namespace, a tool search, tools an input item offers) are not second-guessed."""
+    if not isinstance(choice, FunctionToolChoice | McpToolChoice):
         return
     offered = list(tools or ())
     if any(getattr(tool, "type", None) in _TOOLS_FROM_ELSEWHERE for tool in offered):
@@ -433,6 +433,16 @@ def chosen_function_offered(choice: Any, tools: Any, items: Any) -> None:
     if isinstance(items, list) and any(
         getattr(item, "type", None) in _ITEMS_OFFERING_TOOLS for item in items
     ):
+        return
+    if isinstance(choice, McpToolChoice):
+        labels = {tool.server_label for tool in offered if isinstance(tool, McpTool)}
+        if choice.server_label not in labels:
+            raise _custom(
+                "invalid_value",
+                "Invalid value for 'tool_choice': no MCP server labelled "
+                f"'{choice.server_label}' is among the request's tools.",
+                "tool_choice",
+            )
         return
     if choice.name not in {tool.name for tool in offered if isinstance(tool, FunctionTool)}:
         raise _custom(
