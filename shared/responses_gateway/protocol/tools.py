@@ -43,6 +43,7 @@ __all__ = [
     "McpApprovalFilter",
     "McpTool",
     "McpToolFilter",
+    "OfferedTool",
     "OpaqueTool",
     "Tool",
 ]
@@ -421,8 +422,13 @@ _TOOLS: dict[str, Any] = {
     **models_from_table(HOSTED_TOOL_FIELDS, OpaqueTool, "Tool"),
 }
 
+# ``Tool``: one element of a create's ``tools`` (an unknown type kept as an OpaqueTool).
+# ``OfferedTool``: a tool an input item offers (``additional_tools``, ``tool_search_output``): one
+# of the specs' ``Tool`` union, else ``invalid_value`` on its ``type``, since such items are
+# stored and listed back as item resources, which hold their tools to that union.
 if TYPE_CHECKING:
     Tool = FunctionTool | McpTool | OpaqueTool
+    OfferedTool = FunctionTool | McpTool | OpaqueTool
 else:
     Tool = union_of(_TOOLS, fallback=OpaqueTool)
-"""One element of ``tools``."""
+    OfferedTool = union_of(_TOOLS)
