@@ -44,6 +44,7 @@ from responses_gateway.loop.compaction import expand_compactions, from_last_comp
 from responses_gateway.loop.events import Sink
 from responses_gateway.loop.prepared import (
     CONTROL_ITEM_TYPES,
+    check_call_outputs,
     plan_approvals,
     prepare_input,
     reference_ids,
@@ -685,6 +686,7 @@ class Gateway:
             tenant=tenant,
             wire=adapter.wire,
         )
+        check_call_outputs(transcript)  # on every wire, before the upstream sees it
         compaction = next(
             (
                 entry.model_dump(mode="json", exclude_none=True)

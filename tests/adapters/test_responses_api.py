@@ -19,7 +19,11 @@ from openai.types.responses import ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from responses_gateway.adapters.base import ModelCall
-from responses_gateway.adapters.responses_api import ResponsesAdapter, to_responses_request
+from responses_gateway.adapters.responses_api import (
+    ResponsesAdapter,
+    response_events,
+    to_responses_request,
+)
 from responses_gateway.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -1429,3 +1433,32 @@ async def test_call_llm_an_in_stream_invalid_request_without_a_code_is_a_400() -
 
     assert (raised.value.status_code, raised.value.error_type) == (400, "invalid_request_error")
     assert raised.value.param == "input"
+
+
+# -- an unstreamed answer, as the events its stream would have ended with ---------------------
+
+
+@pytest.mark.parametrize(
+    ("status", "terminal"),
+    [
+        ("completed", "response.completed"),
+        ("incomplete", "response.incomplete"),
+        ("failed", "response.failed"),
+        (None, "response.completed"),
+    ],
+)
+def test_response_events_end_with_the_terminal_event_of_its_status(
+    status: str | None, terminal: str
+) -> None:
+    answer = {"object": "response", "status": status, "output": [], "error": None}
+    assert [json.loads(e) for e in response_events(answer)] == [
+        {"type": terminal, "response": answer}
+    ]
+
+
+def test_response_events_of_an_error_body_are_the_error_event() -> None:
+    assert [json.loads(e) for e in response_events({"error": {"message": "no"}})] == [
+        {"type": "error", "error": {"message": "no"}}
+    ]
+    with pytest.raises(UpstreamProtocolError):
+        response_events(["not", "an", "object"])

@@ -9,7 +9,12 @@ import pytest
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.loop import LoopState, prepare_input
-from responses_gateway.loop.prepared import model_transcript, plan_approvals, to_model_items
+from responses_gateway.loop.prepared import (
+    check_call_outputs,
+    model_transcript,
+    plan_approvals,
+    to_model_items,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -208,3 +213,61 @@ def test_plan_approvals_unknown_request_is_400() -> None:
         plan_approvals([REQUEST], [{"role": "user"}, _answer(True, "mcpr_forged")])
     assert info.value.param == "input[1].approval_request_id"
     assert info.value.message == "No approval request with id 'mcpr_forged' was found."
+
+
+# -- check_call_outputs: a tool output answers a call of the transcript, on every wire ---------
+
+
+def _call(call_id: str, kind: str = "function_call") -> dict[str, object]:
+    return {"type": kind, "call_id": call_id, "name": "f", "arguments": "{}"}
+
+
+def _output(call_id: str, kind: str = "function_call_output") -> dict[str, object]:
+    return {"type": kind, "call_id": call_id, "output": "ok"}
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [_call("c1"), _output("c1")],
+        [_output("c1"), _call("c1")],  # placed after its call by the chat wire, as before
+        [_call("c1", "custom_tool_call"), _output("c1", "custom_tool_call_output")],
+        [{"type": "function_call_output", "output": "no call id"}],
+        [{"type": "compaction", "encrypted_content": "x"}, _output("hidden")],
+        [{"role": "user", "content": "hi"}],
+    ],
+    ids=["answered", "call-later", "custom", "no-call-id", "after-compaction", "no-outputs"],
+)
+def test_check_call_outputs_accepts_outputs_with_their_calls(
+    items: list[dict[str, object]],
+) -> None:
+    check_call_outputs(items)
+
+
+@pytest.mark.parametrize(
+    ("items", "message"),
+    [
+        (
+            [_call("c1"), _output("c2")],
+            "No function call found for function_call_output with call_id 'c2'.",
+        ),
+        (
+            [_output("c1", "custom_tool_call_output")],
+            "No tool call found for custom_tool_call_output with call_id 'c1'.",
+        ),
+        (
+            [_output("c1"), _output("c1")],  # an output is no call
+            "No function call found for function_call_output with call_id 'c1'.",
+        ),
+    ],
+)
+def test_check_call_outputs_refuses_an_output_answering_no_call(
+    items: list[dict[str, object]], message: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        check_call_outputs(items)
+    assert (caught.value.message, caught.value.param, caught.value.status_code) == (
+        message,
+        "input",
+        400,
+    )

@@ -383,7 +383,7 @@ def test_parse_create_request_hostile_items_refused_by_path(
          "tools[0].search_content_types[0]", "invalid_value"),
         ({"type": "function", "name": "f", "output_schema": "s"},
          "tools[0].output_schema", "invalid_type"),
-        ({"type": "image_generation", "quality": None}, "tools[0].quality", "invalid_value"),
+        ({"type": "image_generation", "quality": None}, "tools[0].quality", "invalid_type"),
         ({"type": "namespace", "name": "ns", "tools": [
             {"type": "custom", "name": "c", "allowed_callers": ["x"]}]},
          "tools[0].tools[0].allowed_callers[0]", "invalid_value"),
@@ -526,7 +526,7 @@ def test_parse_create_request_mcp_connector_id_accepted() -> None:
     ],
 )
 def test_parse_create_request_tool_choice_forms_accepted_and_echoed(choice: Any) -> None:
-    tools = [{"type": "function", "name": "f"}]
+    tools = [{"type": "function", "name": "f"}, {"type": "mcp", "server_label": "docs"}]
     parsed = parse_create_request(_body(tool_choice=choice, tools=tools))
     assert echo_fields(parsed)["tool_choice"] == choice
 
@@ -538,6 +538,23 @@ def test_parse_create_request_a_function_choice_the_request_does_not_offer_is_re
     with pytest.raises(InvalidRequestError) as caught:
         parse_create_request(_body(tool_choice={"type": "function", "name": "f"}, tools=tools))
     assert (caught.value.param, caught.value.code) == ("tool_choice", "invalid_value")
+
+
+@pytest.mark.parametrize(
+    "tools", [[], [{"type": "mcp", "server_label": "other"}, {"type": "function", "name": "docs"}]]
+)
+def test_parse_create_request_an_mcp_choice_the_request_does_not_offer_is_refused(
+    tools: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(
+            _body(tool_choice={"type": "mcp", "server_label": "docs"}, tools=tools)
+        )
+    assert (caught.value.param, caught.value.code) == ("tool_choice", "invalid_value")
+    assert caught.value.message == (
+        "Invalid value for 'tool_choice': no MCP server labelled 'docs' is among the request's "
+        "tools."
+    )
 
 
 @pytest.mark.parametrize(
@@ -1181,17 +1198,95 @@ def test_echo_fields_mcp_secrets_stripped() -> None:
 
 
 def test_echo_fields_function_tool_nullable_keys_present() -> None:
-    req = parse_create_request(_body(tools=[{"type": "function", "name": "f", "defer": True}]))
+    req = parse_create_request(_body(tools=[{"type": "function", "name": "f"}]))
     assert echo_fields(req)["tools"] == [
-        {
-            "type": "function",
-            "name": "f",
-            "description": None,
-            "parameters": None,
-            "strict": None,
-            "defer": True,
-        }
+        {"type": "function", "name": "f", "description": None, "parameters": None, "strict": None}
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        ({"reasoning": {"effort": "low", "foo": 0}}, "reasoning.foo"),
+        ({"text": {"format": {"type": "text", "bar": 1}}}, "text.format.bar"),
+        ({"text": {"baz": 1}}, "text.baz"),
+        ({"stream_options": {"include_obfuscation": True, "x": 1}}, "stream_options.x"),
+        ({"conversation": {"id": "conv_1", "x": 1}}, "conversation.x"),
+        ({"prompt": {"id": "pmpt_1", "x": 1}}, "prompt.x"),
+        ({"context_management": [{"type": "compaction", "x": 1}]}, "context_management[0].x"),
+        (
+            {"tools": [{"type": "function", "name": "f"}], "tool_choice": {"type": "function",
+             "name": "f", "x": 1}},
+            "tool_choice.x",
+        ),
+        ({"tools": [{"type": "function", "name": "f", "defer": True}]}, "tools[0].defer"),
+        ({"tools": [{"type": "mcp", "server_label": "s", "x": 1}]}, "tools[0].x"),
+        (
+            {"tools": [{"type": "mcp", "server_label": "s", "allowed_tools": {"x": 1}}]},
+            "tools[0].allowed_tools.x",
+        ),
+        ({"input": [{"type": "item_reference", "id": "msg_1", "x": 1}]}, "input[0].x"),
+    ],
+)  # fmt: skip
+def test_an_unknown_key_of_a_typed_object_is_refused_by_its_path(
+    body: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(**body))
+    error = caught.value
+    assert (error.message, error.code, error.param) == (
+        f"Unknown parameter: '{param}'.",
+        "unknown_parameter",
+        param,
+    )
+
+
+def test_reasoning_mode_is_a_string() -> None:
+    assert echo_fields(parse_create_request(_body(reasoning={"mode": "pro"})))["reasoning"] == {
+        "effort": None,
+        "summary": None,
+        "mode": "pro",
+    }
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(reasoning={"mode": 0}))
+    assert (caught.value.code, caught.value.param) == ("invalid_type", "reasoning.mode")
+
+
+@pytest.mark.parametrize(
+    ("item", "param"),
+    [
+        ({"type": None, "role": "user", "content": "hi"}, "input[0].type"),
+        ({"type": None, "id": "msg_1"}, "input[0].type"),
+        ({"role": "user", "content": [{"type": None, "text": "x"}]}, "input[0].content[0].type"),
+    ],
+)
+def test_a_null_type_is_refused_where_an_absent_one_is_not(
+    item: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(InvalidRequestError) as caught:
+        parse_create_request(_body(input=[item]))
+    assert (caught.value.code, caught.value.param) == ("invalid_type", param)
+    assert caught.value.message.endswith("but got null instead.")
+
+
+def test_unknown_keys_of_modelled_items_and_parts_are_dropped_relayed_items_keep_theirs() -> None:
+    req = parse_create_request(
+        _body(
+            input=[
+                {"role": "user", "content": [{"type": "input_text", "text": "hi", "zz": 1}],
+                 "internal_chat_message_metadata_passthrough": {"a": 1}},
+                {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "x": 1},
+                {"type": "web_search_call", "id": "ws_1", "status": "completed",
+                 "action": {"type": "search", "query": "q"}},
+            ]
+        )
+    )  # fmt: skip
+    assert request_input(req) == [
+        {"role": "user", "content": [{"type": "input_text", "text": "hi"}], "type": "message"},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed",
+         "action": {"type": "search", "query": "q"}},
+    ]  # fmt: skip
 
 
 def test_echo_fields_result_json_round_trips() -> None:

@@ -4,6 +4,7 @@ valid event stream, and a stored record that says what happened."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -32,11 +33,15 @@ def _stored_status(http: httpx.Client, response_id: str) -> str:
 def test_upstream_refusing_before_any_byte_is_a_502(
     http: httpx.Client, fresh: Stack, action: Any
 ) -> None:
-    fresh.upstream_proxy.script(Fault(action, status=503, body=b"overloaded"))
+    # every call: a reset before the answer is asked once more unstreamed (it may be a server
+    # that breaks its streams), an HTTP error is not
+    fresh.upstream_proxy.script(Fault(action, status=503, body=b"overloaded", times=None))
     answer = _create(http)
     assert answer.status_code == 502
     assert answer.json()["error"]["type"] == "server_error"
     assert fresh.upstream.requests == []
+    streams = [json.loads(call.body)["stream"] for call in fresh.upstream_proxy.calls]
+    assert streams == ([True, False] if action == "reset" else [True])
 
 
 def test_upstream_stall_is_a_bounded_502(http: httpx.Client, fresh: Stack) -> None:

@@ -291,7 +291,9 @@ def test_death_before_the_first_token_is_retried_on_the_sibling(fresh: Routing, 
     final = check_stream(events)
     deltas = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
     assert (final["status"], deltas) == ("completed", "the answer")
-    assert fresh.a.answered() == ["agent-a"] and fresh.b.answered() == ["agent-b"]
+    # a connection lost before any answer is asked again unstreamed first (a's script is spent)
+    asked = ["agent-a", "agent-a"] if death == "answer lost" else ["agent-a"]
+    assert fresh.a.answered() == asked and fresh.b.answered() == ["agent-b"]
 
 
 def test_after_the_first_token_the_client_gets_one_clean_failure_and_no_duplicate(

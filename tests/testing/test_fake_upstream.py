@@ -465,6 +465,76 @@ def test_non_stream_drop_is_a_transport_error(
         client.post("/v1/chat/completions", json=chat_body())
 
 
+def test_a_server_that_cannot_stream_answers_200_then_drops_before_any_event(
+    server: RunningServer, upstream: ScriptedUpstream
+) -> None:
+    # llama-cpp-python's server: 200, the event stream started, then an abort inside it
+    upstream.cannot_stream = lambda body, wire: True
+    received: list[str] = []
+    try:
+        for path, body in [
+            ("/v1/chat/completions", chat_body(stream=True)),
+            ("/v1/responses", {"input": "x", "stream": True}),
+        ]:
+            with (
+                httpx.Client(base_url=server.url) as client,
+                pytest.raises(httpx.RemoteProtocolError, match="incomplete chunked read"),
+                client.stream("POST", path, json=body) as r,
+            ):
+                assert r.status_code == 200
+                assert r.headers["content-type"].startswith("text/event-stream")
+                received.extend(line for line in r.iter_lines() if line)
+    finally:
+        upstream.cannot_stream = None
+    assert received == []
+    assert len(upstream.model_requests()) == 2
+
+
+def test_a_drop_cut_mid_event_leaves_half_an_event(
+    server: RunningServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.push(Turn(text="one two three", drop_after=1, cut_mid_event=True))
+    raw = bytearray()
+
+    with (
+        httpx.Client(base_url=server.url) as client,
+        pytest.raises(httpx.RemoteProtocolError),
+        client.stream("POST", "/v1/chat/completions", json=chat_body(stream=True)) as r,
+    ):
+        for chunk in r.iter_raw():
+            raw.extend(chunk)
+
+    first, rest = bytes(raw).split(b"\n\n", 1)
+    assert json.loads(first.removeprefix(b"data: "))["choices"][0]["delta"]["role"] == "assistant"
+    assert rest.startswith(b"data: {") and not rest.endswith(b"\n\n")
+
+
+def test_garbage_after_sends_an_undecodable_event_and_ends(
+    server: RunningServer, upstream: ScriptedUpstream
+) -> None:
+    upstream.push(Turn(text="one two", garbage_after=1))
+
+    with httpx.Client(base_url=server.url) as client:
+        r = client.post("/v1/chat/completions", json=chat_body(stream=True))
+
+    events = [line for line in r.text.split("\n\n") if line]
+    assert r.status_code == 200 and len(events) == 2
+    with pytest.raises(ValueError):
+        json.loads(events[1].removeprefix("data: "))
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_error_as_200_answers_an_error_object_with_200(
+    server: RunningServer, upstream: ScriptedUpstream, stream: bool
+) -> None:
+    upstream.push(Turn(error_as_200=True, error_body={"error": {"message": "no", "code": "x"}}))
+
+    with httpx.Client(base_url=server.url) as client:
+        r = client.post("/v1/responses", json={"input": "x", "stream": stream})
+
+    assert (r.status_code, r.json()) == (200, {"error": {"message": "no", "code": "x"}})
+
+
 def test_drop_in_process_raises_an_httpx_transport_error(upstream: ScriptedUpstream) -> None:
     upstream.push(Turn(text="hello", drop_after=1))
     transport = httpx.ASGITransport(app=create_fake_upstream_app(upstream))

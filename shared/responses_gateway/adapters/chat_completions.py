@@ -500,12 +500,13 @@ class _ChatStream:
         self.decoded = False
         """Whether any ``data:`` payload arrived (a body with none is no event stream)."""
 
-    def feed(self, data: str) -> bool:
-        """Handle one event's data; return True at ``[DONE]`` (nothing more to read)."""
+    def feed(self, data: str, event: str = "message") -> bool:
+        """Handle one event's data; return True at ``[DONE]`` (nothing more to read). An
+        undecodable or error chunk raises before the stream counts as ``decoded``."""
         if not data.strip():
             return False
-        self.decoded = True
         chunk = parse_chunk(data)
+        self.decoded = True
         if chunk is None:
             self.flush()
             return True

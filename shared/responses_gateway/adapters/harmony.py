@@ -488,12 +488,13 @@ class _HarmonyStream:
         self.discarded = False
         """Whether text after the first call was discarded (``parallel_tool_calls: false``)."""
 
-    def feed(self, data: str) -> bool:
-        """Handle one event's data; return True at ``[DONE]`` (nothing more to read)."""
+    def feed(self, data: str, event: str = "message") -> bool:
+        """Handle one event's data; return True at ``[DONE]`` (nothing more to read). An
+        undecodable or error chunk raises before the stream counts as ``decoded``."""
         if not data.strip():
             return False
-        self.decoded = True
         chunk = parse_chunk(data)
+        self.decoded = True
         if chunk is None:
             return True
         if isinstance(chunk.get("usage"), dict):

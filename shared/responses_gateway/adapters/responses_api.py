@@ -30,14 +30,13 @@ opened and finished there, in output order, their text or arguments as one delta
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import aclosing
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from responses_gateway.adapters.base import ModelCall
-from responses_gateway.adapters.sse import ServerSentEvent, aiter_sse
-from responses_gateway.adapters.wire import EndpointAdapter, finish_reading, loads_json
+from responses_gateway.adapters.wire import EndpointAdapter, loads_json, read_model_answer
 from responses_gateway.errors import (
     UpstreamProtocolError,
     UpstreamStatusError,
@@ -53,7 +52,7 @@ from responses_gateway.loop.render import normalize_usage
 from responses_gateway.loop.state import StopReason, TurnResult
 from responses_gateway.protocol.contract import RESPONSES_ONLY_FIELDS
 
-__all__ = ["PASSED_PARAMS", "ResponsesAdapter", "to_responses_request"]
+__all__ = ["PASSED_PARAMS", "ResponsesAdapter", "response_events", "to_responses_request"]
 
 PASSED_PARAMS = (
     "temperature",
@@ -309,6 +308,8 @@ class _StreamReader:
         self._slots: dict[int, _Slot] = {}
         self._skipped: set[int] = set()
         self._relayed: dict[int, RelayWriter] = {}
+        self.result: TurnResult | None = None
+        """The terminal event's result, once it arrived."""
         self._handlers: dict[str, Callable[[dict[str, Any], str], TurnResult | None]] = {
             "response.output_item.added": self._on_added,
             "response.output_item.done": self._on_done,
@@ -324,30 +325,42 @@ class _StreamReader:
             "error": self._on_error,
         }
 
-    async def read(self, events: AsyncIterator[ServerSentEvent]) -> TurnResult:
-        async for event in events:
-            text = event.data
-            if text[:1] != "{" and text.strip() in ("", "[DONE]"):
-                continue
-            try:
-                data = loads_json(text)
-            except ValueError as exc:
-                raise UpstreamProtocolError(
-                    f"upstream sent an event that is not JSON: {text[:200]!r}"
-                ) from exc
-            if not isinstance(data, dict):
-                raise UpstreamProtocolError("upstream sent an event that is not a JSON object")
-            kind = str(data.get("type") or event.event)
-            if self._relayed and self._relay_event(kind, data):
-                continue
-            handler = self._handlers.get(kind)
-            try:
-                result = handler(data, text) if handler else None
-            except (AttributeError, TypeError, KeyError) as exc:  # a field of the wrong shape
-                raise UpstreamProtocolError(f"upstream sent a malformed {kind} event") from exc
-            if result is not None:
-                return result
-        raise UpstreamProtocolError("upstream stream ended without a terminal event")
+    @property
+    def decoded(self) -> bool:
+        """Whether a data event was taken: an output item, or the terminal event (events that
+        carry no output, ``response.created`` and the like, leave nothing to redo)."""
+        return self.result is not None or bool(self._slots or self._skipped or self._relayed)
+
+    def feed(self, text: str, event: str = "message") -> bool:
+        """Take one event's data; True at the terminal event (``result`` is then set)."""
+        if text[:1] != "{" and text.strip() in ("", "[DONE]"):
+            return False
+        try:
+            data = loads_json(text)
+        except ValueError as exc:
+            raise UpstreamProtocolError(
+                f"upstream sent an event that is not JSON: {text[:200]!r}"
+            ) from exc
+        if not isinstance(data, dict):
+            raise UpstreamProtocolError("upstream sent an event that is not a JSON object")
+        kind = str(data.get("type") or event)
+        if self._relayed and self._relay_event(kind, data):
+            return False
+        handler = self._handlers.get(kind)
+        try:
+            result = handler(data, text) if handler else None
+        except (AttributeError, TypeError, KeyError) as exc:  # a field of the wrong shape
+            raise UpstreamProtocolError(f"upstream sent a malformed {kind} event") from exc
+        if result is None:
+            return False
+        self.result = result
+        return True
+
+    def outcome(self) -> TurnResult:
+        """The call's result; a stream that ended without a terminal event is an error."""
+        if self.result is None:
+            raise UpstreamProtocolError("upstream stream ended without a terminal event")
+        return self.result
 
     # -- items -------------------------------------------------------------------------------
 
@@ -559,9 +572,33 @@ class ResponsesAdapter(EndpointAdapter):
             UpstreamProtocolError: an unparsable event or a stream with no terminal event.
         """
         payload = to_responses_request(call)
-        async with self._endpoint.stream(payload, _status_error) as response:
-            out.upstream_responding()
-            async with aclosing(aiter_sse(response)) as events:
-                result = await _StreamReader(out).read(events)
-                await finish_reading(events)  # so the connection is reused
-                return result
+        reader = _StreamReader(out)
+        await read_model_answer(
+            self._endpoint,
+            payload,
+            _status_error,
+            out,
+            reader,
+            as_events=response_events,
+            streaming=self.streaming,
+        )
+        return reader.outcome()
+
+
+def response_events(answer: Any) -> list[str]:
+    """An unstreamed Responses answer as the events its stream would have ended with: a
+    ``Response`` object as its terminal event (``response.completed``, ``.incomplete`` or
+    ``.failed`` by its ``status``: the reader opens and finishes its output items from it), an
+    error body (a ``200`` with an error object) as the ``error`` event a stream would carry.
+    :func:`responses_gateway.adapters.wire.read_model_answer` feeds them to the reader."""
+    if not isinstance(answer, dict):
+        raise UpstreamProtocolError("The upstream model's unstreamed answer is no object.")
+    if answer.get("error") is not None and answer.get("object") != "response":
+        error = answer["error"]
+        error = error if isinstance(error, dict) else {"message": str(error)}
+        return [json.dumps({"type": "error", "error": error})]
+    status = answer.get("status")
+    kind = {"incomplete": "response.incomplete", "failed": "response.failed"}.get(
+        status if isinstance(status, str) else "", "response.completed"
+    )
+    return [json.dumps({"type": kind, "response": answer})]

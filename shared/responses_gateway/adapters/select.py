@@ -168,14 +168,14 @@ def _wire_adapter(provider: Provider, client: httpx.AsyncClient, latch: UpgradeL
             *args, timeout=timeout, options=options, streaming=streaming, auth=auth
         )
     if provider.api == "responses":
-        return ResponsesAdapter(*args, timeout=timeout, auth=auth)
+        return ResponsesAdapter(*args, timeout=timeout, streaming=streaming, auth=auth)
     if provider.api == "harmony":
         return HarmonyAdapter(*args, timeout=timeout, streaming=streaming)
     if auto_wire(provider.base_url) == "responses":
-        return ResponsesAdapter(*args, timeout=timeout)
+        return ResponsesAdapter(*args, timeout=timeout, streaming=streaming)
     return AutoAdapter(
         ChatCompletionsAdapter(*args, timeout=timeout, options=options, streaming=streaming),
-        ResponsesAdapter(*args, timeout=timeout),
+        ResponsesAdapter(*args, timeout=timeout, streaming=streaming),
         provider.base_url,
         latch,
     )

@@ -38,6 +38,7 @@ __all__ = [
     "SSEDecoder",
     "ServerSentEvent",
     "aiter_sse",
+    "cause_of",
 ]
 
 DEFAULT_MAX_EVENT_CHARS = 8 * 1024 * 1024
@@ -211,7 +212,13 @@ async def aiter_sse(response: httpx.Response) -> AsyncGenerator[ServerSentEvent,
                 yield event
     except httpx.TransportError as exc:
         raise UpstreamTransportError(
-            f"The upstream model connection failed mid-stream: {type(exc).__name__}"
+            f"The upstream model connection failed mid-stream: {cause_of(exc)}"
         ) from exc
     for event in decoder.flush():
         yield event
+
+
+def cause_of(exc: BaseException) -> str:
+    """An HTTP client failure as the cause a message names: its class, and its own words."""
+    said = str(exc).strip()
+    return f"{type(exc).__name__} ({said})" if said else type(exc).__name__

@@ -8,13 +8,24 @@ no UTF-8 encoder accepts; and which headers of an upstream HTTP error are passed
 (``retry-after``, so the SDK's backoff honours the provider's). Nothing here parses a wire format.
 
 Upstreams that cannot stream a request are still served (:func:`read_model_answer`, per provider
-``streaming``): ``auto`` (the default) streams, and when a 2xx answer holds no data event at all
-(llama-cpp-python's server raises inside its stream when tools come with ``tool_choice: "auto"``
-and answers 200 with an empty event stream) sends the same request once more unstreamed, and when
-a server answers a streamed request with JSON it reads that JSON; ``off`` always calls unstreamed;
-``on`` never falls back. Either way the answer reaches the wire's own stream parser: each adapter
-turns an unstreamed body into the data events its stream would have held (``as_events``), so what
-the loop sees does not depend on how the upstream answered.
+``streaming``): ``auto`` (the default) streams, and when the stream breaks before its first data
+event (:func:`decide_after_break`: llama-cpp-python's server answers 200 to tools with
+``tool_choice: "auto"``, starts its event stream, then raises inside it and drops the connection
+mid-body) sends the same request once more unstreamed, and when a server answers a streamed
+request with JSON it reads that JSON; ``off`` always calls unstreamed; ``on`` never falls back.
+
+Failures are classified by what happened (:func:`break_point`), not by their shape, so that any
+adapter (one with its own SDK included) can ask the same question: was the upstream never reached
+(``unreached``: connect errors, timeouts, HTTP error statuses: the error as it is), did its
+answer break before any data event (``before_data``: a connection closed, reset or truncated, a
+chunked body cut short, an undecodable or error event, a 200 with an error object or no event at
+all: in ``auto`` the one unstreamed retry, else the error), or after data events
+(``after_data``: the response ends ``failed`` with the cause in ``error.message``, which the
+loop does for every error raised once output exists).
+
+Either way the answer reaches the wire's own stream parser: each adapter turns an unstreamed body
+into the data events its stream would have held (``as_events``), so what the loop sees does not
+depend on how the upstream answered.
 """
 
 from __future__ import annotations
@@ -30,7 +41,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 import httpx
 
+from responses_gateway.adapters.sse import cause_of
 from responses_gateway.errors import (
+    UpstreamError,
     UpstreamProtocolError,
     UpstreamStatusError,
     UpstreamTransportError,
@@ -51,19 +64,25 @@ AsEvents = Callable[[Any], list[str]]
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "BREAK_POINTS",
     "AsEvents",
+    "BreakPoint",
+    "CallProgress",
     "EndpointAdapter",
     "EventConsumer",
     "NoEventStream",
+    "NotAnAnswer",
     "Streaming",
     "UpstreamEndpoint",
+    "break_point",
     "clean_surrogates",
+    "decide_after_break",
     "finish_reading",
     "loads_json",
     "passed_headers",
     "read_event_stream",
-    "unstreamed",
     "read_model_answer",
+    "unstreamed",
 ]
 
 _TRAILER_WAIT = 0.5
@@ -248,26 +267,99 @@ class UpstreamEndpoint:
         return _json_answer(response.text)
 
 
+_UNREACHED = (
+    httpx.ConnectError,
+    httpx.ConnectTimeout,
+    httpx.PoolTimeout,
+    httpx.UnsupportedProtocol,
+)
+"""Transport failures that mean the upstream never saw the request (no connection was made)."""
+
+
 def _call_failed(
     exc: httpx.TransportError | httpx.DecodingError,
 ) -> UpstreamTransportError | UpstreamProtocolError:
     """What an HTTP failure of a model call (streamed or not) is, in the gateway's terms."""
     if isinstance(exc, httpx.TimeoutException):
         return UpstreamTransportError(f"The upstream model timed out: {type(exc).__name__}")
-    if isinstance(exc, httpx.TransportError):
+    if isinstance(exc, _UNREACHED):
         return UpstreamTransportError(
             f"The upstream model could not be reached: {type(exc).__name__}"
         )
-    return UpstreamProtocolError("The upstream response body could not be decoded")
+    if isinstance(exc, httpx.TransportError):
+        return UpstreamTransportError(
+            f"The upstream model dropped the connection before answering: {cause_of(exc)}"
+        )
+    return UpstreamProtocolError(
+        f"The upstream response body could not be decoded: {cause_of(exc)}"
+    )
+
+
+BreakPoint = Literal["unreached", "before_data", "after_data"]
+"""Where a model call broke: before the upstream took it (or with an HTTP error status), after
+it answered 2xx (or took the connection) but before its first data event, or after data events."""
+BREAK_POINTS: tuple[BreakPoint, ...] = ("unreached", "before_data", "after_data")
+
+
+@dataclass(slots=True)
+class CallProgress:
+    """How far one model call got: whether its 2xx head arrived."""
+
+    answered: bool = False
+
+
+def break_point(error: UpstreamError, *, answered: bool, decoded: bool) -> BreakPoint:
+    """Where the call that raised ``error`` broke: ``after_data`` once its parser took a data
+    event (``decoded``), ``before_data`` once a 2xx head arrived (``answered``) or when the
+    connection was taken and then closed or reset before any answer (a protocol or read error,
+    not a refused connection or a timeout), else ``unreached`` (a connect error, a timeout before
+    any answer, an HTTP error status)."""
+    if decoded:
+        return "after_data"
+    if answered:
+        return "before_data"
+    cause = error.__cause__
+    if (
+        isinstance(error, UpstreamTransportError)
+        and isinstance(cause, httpx.TransportError)
+        and not isinstance(cause, (*_UNREACHED, httpx.TimeoutException))
+    ):
+        return "before_data"
+    return "unreached"
+
+
+def _timed_out(error: BaseException) -> bool:
+    return isinstance(error.__cause__, httpx.TimeoutException)
+
+
+def _rate_limited(error: UpstreamError) -> bool:
+    return isinstance(error, UpstreamStatusError) and error.upstream_status == 429
+
+
+def decide_after_break(streaming: Streaming, point: BreakPoint, error: UpstreamError) -> bool:
+    """Whether a streamed call that broke at ``point`` is sent once more unstreamed: only in
+    ``auto``, only before its first data event, never after a timeout (it would wait as long
+    again), a rate limit (it says nothing of streaming) or a body that is no answer at all
+    (:class:`NotAnAnswer`). Otherwise ``error`` is the answer."""
+    return (
+        streaming == "auto"
+        and point == "before_data"
+        and not isinstance(error, NotAnAnswer)
+        and not _timed_out(error)
+        and not _rate_limited(error)
+    )
+
+
+class NotAnAnswer(UpstreamProtocolError):
+    """A 2xx body that is no model answer at all (HTML, JSON that does not parse): asked again,
+    unstreamed, the upstream would send it again."""
 
 
 def _json_answer(text: str) -> Any:
     try:
         return loads_json(text)
     except ValueError as exc:
-        raise UpstreamProtocolError(
-            "The upstream model answered with invalid JSON: " + text[:200]
-        ) from exc
+        raise NotAnAnswer("The upstream model answered with invalid JSON: " + text[:200]) from exc
 
 
 class EndpointAdapter:
@@ -308,11 +400,12 @@ class EventConsumer(Protocol):
 
     @property
     def decoded(self) -> bool:
-        """Whether any data event was seen."""
+        """Whether any data event was taken (one that raised is not)."""
         ...
 
-    def feed(self, data: str) -> bool:
-        """Take one data payload; True when the answer is complete (stop reading)."""
+    def feed(self, data: str, event: str = "message") -> bool:
+        """Take one data payload (of an event named ``event``); True when the answer is complete
+        (stop reading). A payload that raises leaves ``decoded`` as it was."""
         ...
 
 
@@ -327,17 +420,20 @@ async def read_event_stream(
     out: OutputWriter,
     consumer: EventConsumer,
     as_events: AsEvents | None = None,
+    progress: CallProgress | None = None,
 ) -> None:
     """POST ``payload`` and feed the answer's SSE data events to ``consumer`` until it is done.
 
     A 2xx answer that is HTML, JSON (unless ``as_events`` reads it: a server that ignored
     ``stream``), or a stream without a single data event (:class:`NoEventStream`) is an
     :class:`UpstreamProtocolError`; the body is read to its end when the consumer stops early,
-    so the connection is reused.
+    so the connection is reused. ``progress`` records whether the 2xx head arrived.
     """
     from responses_gateway.adapters.sse import aiter_sse
 
     async with endpoint.stream(payload, status_error) as response:
+        if progress is not None:
+            progress.answered = True
         content_type = response.headers.get("content-type", "")
         if content_type.startswith(_NOT_A_STREAM):
             await response.aread()
@@ -348,7 +444,7 @@ async def read_event_stream(
                 _feed(consumer, answer)
                 return
             kind = "JSON" if content_type.startswith("application/json") else "HTML"
-            raise UpstreamProtocolError(
+            raise NotAnAnswer(
                 f"The upstream model answered with {kind} instead of an event stream: "
                 + response.text[:200]
             )
@@ -356,7 +452,7 @@ async def read_event_stream(
         # aiter_sse is an async generator: close it even when we stop early.
         async with contextlib.aclosing(aiter_sse(response)) as events:
             async for event in events:
-                if consumer.feed(event.data):
+                if consumer.feed(event.data, event.event):
                     await finish_reading(events)  # so the connection is reused
                     break
     if not consumer.decoded:
@@ -395,8 +491,12 @@ async def read_model_answer(
         UpstreamStatusError: the upstream answered with an HTTP error.
         UpstreamTransportError: the upstream could not be reached, timed out or dropped.
         UpstreamProtocolError: no answer the wire's parser can read (also after the fallback).
+
+    When the unstreamed retry gets no readable answer either, the stream's failure is raised.
     """
+    broken: UpstreamError | None = None
     if streaming != "off":
+        progress = CallProgress()
         try:
             await read_event_stream(
                 endpoint,
@@ -405,15 +505,25 @@ async def read_model_answer(
                 out,
                 consumer,
                 as_events if streaming == "auto" else None,
+                progress,
             )
             return
-        except NoEventStream:
-            if streaming != "auto" or consumer.decoded:
+        except UpstreamError as error:
+            point = break_point(error, answered=progress.answered, decoded=consumer.decoded)
+            if not decide_after_break(streaming, point, error):
                 raise
             logger.warning(
-                "the upstream answered a streamed call with no event: calling it again unstreamed"
+                "the upstream's stream broke before its first data event (%s): "
+                "calling it again unstreamed",
+                error.message,
             )
-    answer = as_events(await endpoint.post_json(unstreamed(payload), status_error))
+            broken = error
+    try:
+        answer = as_events(await endpoint.post_json(unstreamed(payload), status_error))
+    except NotAnAnswer:
+        if broken is None:
+            raise
+        raise broken from None  # no readable answer either: the stream's own failure says more
     out.upstream_responding()
     _feed(consumer, answer)
     if not consumer.decoded:

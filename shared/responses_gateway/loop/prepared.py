@@ -1,11 +1,15 @@
 """Prepared loop input: the model's transcript kept apart from the gateway's control items.
 
-Owns two translations. :func:`prepare_input` turns a request's ``input`` (a string or items, as
-clients send them) into canonical items and splits off the items that steer the gateway and must
-never reach the model (``mcp_list_tools``, ``mcp_approval_request``, ``mcp_approval_response``).
+Owns two translations and one admission rule. :func:`prepare_input` turns a request's ``input``
+(a string or items, as clients send them) into canonical items and splits off the items that
+steer the gateway and must never reach the model (``mcp_list_tools``, ``mcp_approval_request``,
+``mcp_approval_response``).
 :func:`model_transcript` turns the loop state into the item list an adapter sends upstream: the
 prepared input followed by this response's output so far, with gateway tool calls lowered to
-``function_call`` + ``function_call_output`` pairs.
+``function_call`` + ``function_call_output`` pairs. :func:`check_call_outputs` refuses a
+transcript with a tool output that answers no call in it, whatever wire the model is on (a
+lowered wire cannot express one, and OpenAI refuses one): a permissive upstream never makes the
+gateway more permissive.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from responses_gateway.loop.tools import exposed_name
 __all__ = [
     "CONTROL_ITEM_TYPES",
     "PreparedInput",
+    "check_call_outputs",
     "model_transcript",
     "plan_approvals",
     "prepare_input",
@@ -133,6 +138,37 @@ def prepare_input(
         else:
             prepared.upstream_input.append(item)
     return prepared
+
+
+def _is_output(kind: str) -> bool:
+    return kind.endswith("_call_output")
+
+
+def check_call_outputs(items: list[dict[str, Any]], param: str = "input") -> None:
+    """Refuse a tool output (a ``*_call_output`` item with a ``call_id``) whose call is nowhere in
+    ``items`` (the whole transcript the model would see: the previous responses' items, the
+    conversation's and the input). Outputs after an upstream's own (opaque) ``compaction`` item
+    are not judged: the calls it replaced are inside it.
+
+    Raises:
+        InvalidRequestError: 400 on ``param``, worded as every wire words it.
+    """
+    calls = {
+        item.get("call_id")
+        for item in items
+        if not _is_output(str(item.get("type"))) and isinstance(item.get("call_id"), str)
+    }
+    for item in items:
+        kind = str(item.get("type"))
+        if kind == "compaction":
+            return
+        call_id = item.get("call_id")
+        if not _is_output(kind) or not isinstance(call_id, str) or call_id in calls:
+            continue
+        what = "function call" if kind == "function_call_output" else "tool call"
+        raise InvalidRequestError(
+            f"No {what} found for {kind} with call_id '{call_id}'.", param=param
+        )
 
 
 def _error_text(error: Any) -> str:

@@ -2,15 +2,14 @@
 
 Owns what the models of every door (:mod:`~responses_gateway.protocol.request`,
 :mod:`~responses_gateway.protocol.items`, :mod:`~responses_gateway.protocol.tools`,
-:mod:`~responses_gateway.protocol.bodies`) are built from, so a field means the same thing and
-fails with the same error wherever it enters: :class:`Lenient` (client data: unknown keys kept,
-scalars strict, no NaN), :func:`custom_error` (an error whose message is final but for its
-``{param}``), :func:`bounded` and :data:`NonEmptyStr` (OpenAI's range and empty-string errors),
-and unions told apart by a callable discriminator (:func:`object_union`,
-:func:`tagged_union_by_type`) whose tags start with ``#``, so an error's location reads as the
-client's JSON path once the tags are dropped
-(:func:`~responses_gateway.protocol.request.to_invalid_request`). Decides nothing about a
-request.
+:mod:`~responses_gateway.protocol.bodies`) are built from, so a field means the same thing and fails
+with the same error wherever it enters: :class:`Lenient` (client data: unknown keys kept, scalars
+strict, no NaN), :class:`Closed` (a typed object of the API: unknown keys refused),
+:func:`custom_error` (an error whose message is final but for its ``{param}``), :func:`bounded` and
+:data:`NonEmptyStr` (OpenAI's range and empty-string errors), and unions told apart by a callable
+discriminator (:func:`object_union`, :func:`tagged_union_by_type`) whose tags start with ``#``, so
+an error's location reads as the client's JSON path once the tags are dropped
+(:func:`~responses_gateway.protocol.request.to_invalid_request`). Decides nothing about a request.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from pydantic_core import PydanticCustomError
 
 __all__ = [
     "REQUIRED",
+    "Closed",
     "Lenient",
     "NonEmptyStr",
     "bounded",
@@ -50,6 +50,14 @@ class Lenient(BaseModel):
     """Client-sent data: unknown keys kept, scalars strict, no NaN/Infinity."""
 
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+class Closed(BaseModel):
+    """A typed object of the API whose every property is modelled: an unknown key is a 400
+    ``unknown_parameter`` naming its path (as OpenAI answers), never kept or echoed; scalars
+    strict, no NaN/Infinity."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
 
 def custom_error(code: str, message: str, field: str | None = None) -> PydanticCustomError:
@@ -104,7 +112,8 @@ def tagged_union_by_type(
     Args:
         known: ``type`` value -> tag of the union member that validates it.
         fallback: tag used for any other object (``None``: fail as ``invalid_type``).
-        untyped: picks the tag for an object without ``type`` (default: ``fallback``).
+        untyped: picks the tag for an object without ``type`` (default: ``fallback``); an
+            object whose ``type`` is null has one, and gets ``fallback`` (a null is no type).
 
     Returns:
         The function to give :class:`pydantic.Discriminator`. Non-objects get ``None``, which the
@@ -114,7 +123,7 @@ def tagged_union_by_type(
     def pick(value: Any) -> str | None:
         if isinstance(value, Mapping):
             kind = value.get("type")
-            if kind is None and untyped is not None:
+            if "type" not in value and untyped is not None:
                 return untyped(value)
         elif isinstance(value, BaseModel):
             kind = getattr(value, "type", None)

@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 
 from responses_gateway.protocol.fields import (
     REQUIRED,
+    Closed as _Closed,
     models_from_table,
     object_union,
     tagged_union_by_type,
@@ -367,7 +368,7 @@ class FunctionCallOutputItem(_Lenient):
     caller: ToolCaller | None = None
 
 
-class ItemReference(_Lenient):
+class ItemReference(_Closed):
     """A reference to a stored item by id (``type`` may be omitted, as the SDK allows)."""
 
     type: Literal["item_reference"] | None = None

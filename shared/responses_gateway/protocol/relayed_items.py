@@ -11,7 +11,8 @@ objects checked to be objects or arrays, their inside left to the upstream), so 
 (an id that is an array, a call without ``call_id``) is a 400 naming ``input[i].<field>`` at
 every door, and nothing downstream (the chat adapter's call pairing, the conversation store's
 item index) ever sees one. Tools an item offers (``additional_tools``, ``tool_search_output``)
-are the request's own :data:`Tool` models. Unknown keys are kept (clients relay what they got).
+are the request's own tool models, of a known type (``tools.OfferedTool``). Unknown keys are
+kept (clients relay what they got).
 Converts and decides nothing.
 """
 
@@ -26,7 +27,7 @@ from responses_gateway.protocol.fields import (
     optional as _optional,
     union_of,
 )
-from responses_gateway.protocol.tools import Tool
+from responses_gateway.protocol.tools import OfferedTool
 
 __all__ = [
     "CALLER_FIELDS",
@@ -115,7 +116,7 @@ else:
 RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
     "additional_tools": {
         "role": (Literal["developer"], R),
-        "tools": (list[Tool], R),
+        "tools": (list[OfferedTool], R),
         "id": _optional(str),
     },
     "apply_patch_call": {
@@ -234,7 +235,7 @@ RELAYED_ITEM_FIELDS: dict[str, dict[str, tuple[Any, Any]]] = {
         "status": _optional(ItemStatus),
     },
     "tool_search_output": {
-        "tools": (list[Tool], R),
+        "tools": (list[OfferedTool], R),
         "call_id": _optional(str),
         "execution": _optional(Execution),
         "id": _optional(str),

@@ -82,6 +82,7 @@ from pydantic_core import ErrorDetails
 
 from responses_gateway.errors import InvalidRequestError
 from responses_gateway.protocol.fields import (
+    Closed as _Closed,
     Lenient as _Lenient,
     NonEmptyStr,
     bounded as _bounded,
@@ -90,7 +91,22 @@ from responses_gateway.protocol.fields import (
     string_or_object as _string_or_object,
     tagged_union_by_type,
 )
-from responses_gateway.protocol.items import InputItem
+from responses_gateway.protocol.items import (
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputFilePart,
+    InputImagePart,
+    InputItem,
+    InputTextPart,
+    McpApprovalRequestItem,
+    McpApprovalResponseItem,
+    McpCallItem,
+    McpListToolsItem,
+    MessageItem,
+    OutputTextPart,
+    ReasoningItem,
+    RefusalPart,
+)
 from responses_gateway.protocol.tools import (
     HOSTED_TOOL_FIELDS,
     FunctionTool,
@@ -159,14 +175,16 @@ Int32 = Annotated[int, _bounded("integer", 0, INT32_MAX)]
 # --------------------------------------------------------------------------- tool_choice
 
 
-class FunctionToolChoice(_Lenient):
-    """``{"type":"function","name"}``."""
+class FunctionToolChoice(_Closed):
+    """``{"type":"function","name","namespace"?}`` (``namespace``: the function is one of a
+    ``namespace`` tool's, as Codex names it)."""
 
     type: Literal["function"]
     name: str
+    namespace: str | None = None
 
 
-class McpToolChoice(_Lenient):
+class McpToolChoice(_Closed):
     """``{"type":"mcp","server_label","name"?}``."""
 
     type: Literal["mcp"]
@@ -174,7 +192,7 @@ class McpToolChoice(_Lenient):
     name: str | None = None
 
 
-class AllowedToolsChoice(_Lenient):
+class AllowedToolsChoice(_Closed):
     """``{"type":"allowed_tools","mode":"auto"|"required","tools":[...]}``: the tools named as
     ``tools`` entries are (a function's ``name``, an MCP server's ``server_label``...)."""
 
@@ -224,19 +242,19 @@ ToolChoice = Annotated[
 # --------------------------------------------------------------------------- other parameters
 
 
-class TextFormatText(_Lenient):
+class TextFormatText(_Closed):
     """``{"type":"text"}``."""
 
     type: Literal["text"]
 
 
-class TextFormatJsonObject(_Lenient):
+class TextFormatJsonObject(_Closed):
     """``{"type":"json_object"}``."""
 
     type: Literal["json_object"]
 
 
-class TextFormatJsonSchema(_Lenient):
+class TextFormatJsonSchema(_Closed):
     """``{"type":"json_schema","name","schema","description"?,"strict"?}``."""
 
     model_config = ConfigDict(populate_by_name=True)
@@ -248,7 +266,7 @@ class TextFormatJsonSchema(_Lenient):
     strict: bool | None = None
 
 
-class _UnknownTextFormat(_Lenient):
+class _UnknownTextFormat(_Closed):
     type: Literal["text", "json_object", "json_schema"]
 
 
@@ -266,30 +284,32 @@ TextFormat = Annotated[
 ]
 
 
-class TextParam(_Lenient):
+class TextParam(_Closed):
     """``text``: ``{"format":{...},"verbosity"?}``."""
 
     format: TextFormat | None = None
     verbosity: Literal["low", "medium", "high"] | None = None
 
 
-class ReasoningParam(_Lenient):
-    """``reasoning``: ``{"effort","summary"}`` (plus ``mode`` and other keys, kept as sent);
-    ``context`` is checked against the SDK's values, since every Response echoes it."""
+class ReasoningParam(_Closed):
+    """``reasoning``: ``{"effort","summary","generate_summary","context","mode"}``; ``context``
+    is checked against the SDK's values, since every Response echoes it; ``mode`` is any string
+    (OpenAI's spec: ``standard``, ``pro`` or another)."""
 
     effort: Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"] | None = None
     summary: Literal["auto", "concise", "detailed"] | None = None
     generate_summary: Literal["auto", "concise", "detailed"] | None = None
     context: Literal["auto", "current_turn", "all_turns"] | None = None
+    mode: str | None = None
 
 
-class StreamOptions(_Lenient):
+class StreamOptions(_Closed):
     """``stream_options``: ``{"include_obfuscation": bool}``."""
 
     include_obfuscation: bool | None = None
 
 
-class ConversationRef(_Lenient):
+class ConversationRef(_Closed):
     """``conversation`` as an object: ``{"id"}``."""
 
     id: str
@@ -301,7 +321,7 @@ ConversationParam = Annotated[
 ]
 
 
-class PromptRef(_Lenient):
+class PromptRef(_Closed):
     """``prompt``: a stored prompt template ``{"id","version"?,"variables"?}``."""
 
     id: str
@@ -309,7 +329,7 @@ class PromptRef(_Lenient):
     variables: dict[str, Any] | None = None
 
 
-class ContextManagement(_Lenient):
+class ContextManagement(_Closed):
     """One ``context_management`` entry: ``{"type":"compaction","compact_threshold"?}``."""
 
     type: str
@@ -402,10 +422,10 @@ _ITEMS_OFFERING_TOOLS = frozenset({"additional_tools", "tool_search_output"})
 
 
 def chosen_function_offered(choice: Any, tools: Any, items: Any) -> None:
-    """Refuse a ``tool_choice`` naming a function the request does not offer (OpenAI answers
-    400 too): nothing could satisfy it. Functions that may come from elsewhere (a namespace, a
-    tool search, tools an input item offers) are not second-guessed."""
-    if not isinstance(choice, FunctionToolChoice):
+    """Refuse a ``tool_choice`` naming a function, or an MCP server, the request does not offer
+    (OpenAI answers 400 too): nothing could satisfy it, on any wire. Tools that may come from
+    elsewhere (a namespace, a tool search, tools an input item offers) are not second-guessed."""
+    if not isinstance(choice, FunctionToolChoice | McpToolChoice):
         return
     offered = list(tools or ())
     if any(getattr(tool, "type", None) in _TOOLS_FROM_ELSEWHERE for tool in offered):
@@ -413,6 +433,16 @@ def chosen_function_offered(choice: Any, tools: Any, items: Any) -> None:
     if isinstance(items, list) and any(
         getattr(item, "type", None) in _ITEMS_OFFERING_TOOLS for item in items
     ):
+        return
+    if isinstance(choice, McpToolChoice):
+        labels = {tool.server_label for tool in offered if isinstance(tool, McpTool)}
+        if choice.server_label not in labels:
+            raise _custom(
+                "invalid_value",
+                "Invalid value for 'tool_choice': no MCP server labelled "
+                f"'{choice.server_label}' is among the request's tools.",
+                "tool_choice",
+            )
         return
     if choice.name not in {tool.name for tool in offered if isinstance(tool, FunctionTool)}:
         raise _custom(
@@ -549,6 +579,8 @@ def _describe(error: ErrorDetails) -> tuple[str, str, str | None]:
     value = error.get("input")
     if kind == "missing":
         return f"Missing required parameter: '{shown}'.", "missing_required_parameter", param
+    if kind == "extra_forbidden":
+        return f"Unknown parameter: '{shown}'.", "unknown_parameter", param
     if kind in _EXPECTED or kind == "invalid_type":
         expected = _EXPECTED.get(kind) or error["msg"]
         return (
@@ -559,6 +591,9 @@ def _describe(error: ErrorDetails) -> tuple[str, str, str | None]:
         )
     if kind == "literal_error":
         supported = _english_list(_QUOTED.findall(str(ctx.get("expected", ""))))
+        if value is None:  # a null where a value is required (``type: null``...)
+            message = f"Invalid type for '{shown}': expected one of {supported}, but got null "
+            return message + "instead.", "invalid_type", param
         message = f"Invalid value: {value!r}. Supported values are: {supported}."
         return message, "invalid_value", param
     if kind in _FINAL_MESSAGE_CODES:
@@ -733,22 +768,54 @@ def echo_fields(req: CreateResponseRequest) -> dict[str, Any]:
 
 
 def request_input(req: CreateResponseRequest) -> str | list[dict[str, Any]] | None:
-    """The request's ``input`` as JSON-ready data, ready for ``prepare_input``.
-
-    Items come back with exactly the keys the client sent (unknown ones included), plus
-    ``type`` on messages and item references that omitted it.
-    """
+    """The request's ``input`` as JSON-ready data, ready for ``prepare_input`` (see
+    :func:`input_items`)."""
     if req.input is None or isinstance(req.input, str):
         return req.input
     return input_items(req.input)
 
 
+_MODELLED_ITEMS = (
+    MessageItem,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    ReasoningItem,
+    McpListToolsItem,
+    McpApprovalRequestItem,
+    McpApprovalResponseItem,
+    McpCallItem,
+)
+"""Input items modelled field by field: a key none of their fields names is dropped."""
+_MODELLED_PARTS = (InputTextPart, InputImagePart, InputFilePart, OutputTextPart, RefusalPart)
+
+
+def _without_extras(model: BaseModel, data: dict[str, Any]) -> dict[str, Any]:
+    for key in model.model_extra or {}:
+        data.pop(key, None)
+    return data
+
+
 def input_items(items: list[Any]) -> list[dict[str, Any]]:
-    """Validated input items as JSON-ready data, with exactly the keys the client sent (unknown
-    ones included), plus ``type`` on messages and item references that omitted it."""
+    """Validated input items as JSON-ready data, with the keys the client sent, plus ``type``
+    on messages and item references that omitted it.
+
+    [rule] A key that no field of a modelled item (:data:`_MODELLED_ITEMS`) or message content
+    part names is dropped here: no wire forwards it (the Responses adapter rebuilds those items
+    from their fields), so it is not stored or listed back either. Clients do send such keys
+    (Codex: ``internal_chat_message_metadata_passthrough`` on messages), so they are not
+    refused. Relayed item types (the upstream's, :mod:`~responses_gateway.protocol.
+    relayed_items`) keep every key: they are forwarded as sent.
+    """
     dumped: list[dict[str, Any]] = []
     for item in items:
         data = _dump(item)
+        if isinstance(item, _MODELLED_ITEMS):
+            _without_extras(item, data)
+        if isinstance(item, MessageItem) and isinstance(item.content, list):
+            data["content"] = [
+                _without_extras(part, entry) if isinstance(part, _MODELLED_PARTS) else entry
+                for part, entry in zip(item.content, data["content"], strict=True)
+            ]
         if "type" not in data:
             data["type"] = "item_reference" if "role" not in data else "message"
         dumped.append(data)

@@ -23,6 +23,7 @@ from pydantic import AfterValidator, Field, Tag, model_validator
 
 from responses_gateway.protocol.fields import (
     REQUIRED,
+    Closed,
     Lenient,
     NonEmptyStr,
     custom_error,
@@ -42,6 +43,7 @@ __all__ = [
     "McpApprovalFilter",
     "McpTool",
     "McpToolFilter",
+    "OfferedTool",
     "OpaqueTool",
     "Tool",
 ]
@@ -51,7 +53,7 @@ Callers = Annotated[list[Literal["direct", "programmatic"]], Field(min_length=1)
 """A tool's ``allowed_callers``: the contexts that may invoke it (the SDK's values)."""
 
 
-class FunctionTool(Lenient):
+class FunctionTool(Closed):
     """``{"type":"function","name","description","parameters","strict"}``."""
 
     type: Literal["function"]
@@ -75,14 +77,14 @@ class FunctionTool(Lenient):
         return self
 
 
-class McpToolFilter(Lenient):
+class McpToolFilter(Closed):
     """``{"tool_names":[...],"read_only":bool}``, used by ``allowed_tools`` and approvals."""
 
     tool_names: list[str] | None = None
     read_only: bool | None = None
 
 
-class McpApprovalFilter(Lenient):
+class McpApprovalFilter(Closed):
     """``require_approval`` as ``{"always":{tool_names},"never":{tool_names}}``."""
 
     always: McpToolFilter | None = None
@@ -109,7 +111,7 @@ def _check_server_url(url: str) -> bool:
     return parts.scheme in ("http", "https") and bool(parts.hostname)
 
 
-class McpTool(Lenient):
+class McpTool(Closed):
     """A remote MCP server the gateway may call on the model's behalf.
 
     ``headers`` and ``authorization`` are secrets: they are used for the calls and never echoed.
@@ -126,6 +128,8 @@ class McpTool(Lenient):
     server_description: str | None = None
     allowed_tools: McpAllowedTools | None = None
     require_approval: McpRequireApproval | None = None
+    allowed_callers: Callers | None = None
+    defer_loading: bool | None = None
 
     @model_validator(mode="after")
     def _needs_a_server(self) -> McpTool:
@@ -418,8 +422,13 @@ _TOOLS: dict[str, Any] = {
     **models_from_table(HOSTED_TOOL_FIELDS, OpaqueTool, "Tool"),
 }
 
+# ``Tool``: one element of a create's ``tools`` (an unknown type kept as an OpaqueTool).
+# ``OfferedTool``: a tool an input item offers (``additional_tools``, ``tool_search_output``): one
+# of the specs' ``Tool`` union, else ``invalid_value`` on its ``type``, since such items are
+# stored and listed back as item resources, which hold their tools to that union.
 if TYPE_CHECKING:
     Tool = FunctionTool | McpTool | OpaqueTool
+    OfferedTool = FunctionTool | McpTool | OpaqueTool
 else:
     Tool = union_of(_TOOLS, fallback=OpaqueTool)
-"""One element of ``tools``."""
+    OfferedTool = union_of(_TOOLS)

@@ -112,6 +112,8 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
             return _exhausted()
         if turn.status != 200:
             return _http_error(turn, script)
+        if turn.error_as_200:
+            return _error_as_200(turn, script)
         chat = _ChatRenderer(script, turn, body)
         if body.get("stream") is True:
             return _sse(script, turn, chat.frames())
@@ -126,11 +128,15 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
             message = f"No tool call found for function call output with call_id {orphan}."
             envelope = error_envelope(message, type="invalid_request_error", param="input")
             return JSONResponse(envelope, status_code=400)
+        if _cannot_stream(script, body, "responses"):
+            return _no_events(script)
         turn = script.next_turn(body, "responses")
         if turn is None:
             return _exhausted()
         if turn.status != 200:
             return _http_error(turn, script)
+        if turn.error_as_200:
+            return _error_as_200(turn, script)
         rend = _ResponsesRenderer(script, turn, body)
         if body.get("stream") is True:
             return _sse(script, turn, rend.frames())
@@ -163,6 +169,8 @@ def create_fake_upstream_app(upstream: ScriptedUpstream | None = None) -> Starle
             return _exhausted()
         if turn.status != 200:
             return _http_error(turn, script)
+        if turn.error_as_200:
+            return _error_as_200(turn, script)
         rend = _CompletionRenderer(script, turn, body, len(prompt.tokens))
         if body.get("stream") is True:
             return _sse(script, turn, rend.frames())
@@ -342,9 +350,22 @@ def _cannot_stream(script: ScriptedUpstream, body: dict[str, Any], wire: Wire) -
 
 
 def _no_events(script: ScriptedUpstream) -> Response:
-    """A 200 event stream that ends before its first event (the server failed inside it)."""
+    """A 200 event stream that breaks before its first event: the server raised inside it and
+    dropped the connection mid-body, as llama-cpp-python's server does (the client sees
+    ``httpx.RemoteProtocolError``)."""
     headers = {"x-request-id": script.new_id("req"), "cache-control": "no-cache"}
-    return Response(b"", media_type="text/event-stream; charset=utf-8", headers=headers)
+
+    async def body() -> AsyncIterator[bytes]:
+        raise SimulatedDisconnect()
+        yield b""  # pragma: no cover - makes this an async generator
+
+    return StreamingResponse(body(), media_type="text/event-stream; charset=utf-8", headers=headers)
+
+
+def _error_as_200(turn: Turn, script: ScriptedUpstream) -> Response:
+    """A 200 whose body is an error object (``Turn.error_as_200``)."""
+    headers = {"x-request-id": script.new_id("req"), **turn.headers}
+    return JSONResponse({"error": turn.error_object()}, headers=headers)
 
 
 def _exhausted() -> Response:
@@ -373,8 +394,14 @@ def _sse(script: ScriptedUpstream, turn: Turn, frames: Iterable[str]) -> Respons
         ended = False  # by us: the whole stream was sent, or we dropped it on purpose
         try:
             for i, frame in enumerate(frames):
+                if turn.garbage_after is not None and i >= turn.garbage_after:
+                    yield b'data: {"choices": [{"delta": {"content": "cut\n\n'
+                    ended = True
+                    return
                 if turn.drop_after is not None and i >= turn.drop_after:
                     ended = True
+                    if turn.cut_mid_event:
+                        yield frame.encode()[: len(frame) // 2]
                     raise SimulatedDisconnect()
                 if turn.hold_after is not None and i >= turn.hold_after:
                     await asyncio.Event().wait()  # until the client goes away (cancellation)

@@ -51,7 +51,8 @@ StreamLimit: TypeAlias = Callable[[dict[str, Any], Wire], bool]
 
 def streams_nothing_with_auto_tools(body: dict[str, Any], wire: Wire) -> bool:
     """llama-cpp-python's server: a streamed chat request with ``tools`` and ``tool_choice``
-    ``"auto"`` (or none) raises inside its stream, which is answered 200 with no data event."""
+    ``"auto"`` (or none) raises inside its stream ("Automatic streaming tool choice is not
+    supported"), which is answered 200 and then dropped mid-body before any data event."""
     return wire == "chat" and bool(body.get("tools")) and body.get("tool_choice", "auto") == "auto"
 
 
@@ -150,6 +151,16 @@ class Turn:
     """Stream only: after this many events send an in-stream error and end. Chat: a
     ``data: {"error": {...}}`` chunk (no ``[DONE]``); Responses: ``response.failed`` (or an
     ``error`` event, see ``responses_error``)."""
+
+    cut_mid_event: bool = False
+    """Stream only, with ``drop_after``: send the first half of the next event's bytes before
+    aborting (a chunked body cut inside an event)."""
+    garbage_after: int | None = None
+    """Stream only: after this many events send one event whose data is no JSON, then end the
+    stream cleanly (an undecodable event)."""
+    error_as_200: bool = False
+    """Answer ``200`` with ``{"error": ...}`` (``error_object()``) as a JSON body, streamed or
+    not, as some servers report a failure."""
 
     hold_after: int | None = None
     """Stream only: after this many SSE events send nothing more and keep the connection open
@@ -304,8 +315,10 @@ class ScriptedUpstream:
                 demo model): a model that reads the transcript, such as
                 :func:`responses_gateway.testing.brain.brain_turn`.
             cannot_stream: A server limitation: streamed requests it matches are answered 200
-                with an event stream that holds no data event, and use no turn (the same
-                request unstreamed gets it), as :func:`streams_nothing_with_auto_tools`.
+                with an event stream that breaks before its first data event (as
+                llama-cpp-python's server raises inside it and drops the connection mid-body),
+                and use no turn (the same request unstreamed gets it), as
+                :func:`streams_nothing_with_auto_tools`.
         """
         self._cond = threading.Condition()
         self._turns: deque[Turn | TurnFactory] = deque(turns)
@@ -325,7 +338,7 @@ class ScriptedUpstream:
         self.compactions = 0
         """How many ``POST /v1/responses/compact`` calls were answered."""
         self.cannot_stream = cannot_stream
-        """Streamed requests this server answers with an empty event stream (settable)."""
+        """Streamed requests this server answers with a broken event stream (settable)."""
 
     def push(self, *turns: Turn | TurnFactory) -> None:
         """Append turns to the script."""
