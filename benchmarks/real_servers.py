@@ -178,7 +178,7 @@ def _llama_cpp_python(venv: Path, model: Path, port: int) -> list[str] | None:
     return [
         *("nice", "-n", "10", str(venv / "bin" / "python"), "-m", "llama_cpp.server"),
         *("--model", str(model), "--model_alias", MODEL),
-        *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", "2"),
+        *("--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2"),
         *("--chat_format", "chatml-function-calling"),  # its documented way to call tools
     ]
 
@@ -190,7 +190,20 @@ def _llama_server(venv: Path, model: Path, port: int) -> list[str] | None:
         return None
     return [
         *("nice", "-n", "10", str(binary), "-m", str(model), "--alias", MODEL),
-        *("--host", "127.0.0.1", "--port", str(port), "-c", "8192", "-np", "1", "-t", "2"),
+        *(
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "-c",
+            "4096",
+            "-n",
+            "512",
+            "-np",
+            "1",
+            "-t",
+            "2",
+        ),
         "--jinja",  # the model's chat template, with tool calls
     ]
 
