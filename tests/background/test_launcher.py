@@ -13,7 +13,7 @@ import pytest
 
 from responses_gateway.app import _default_launcher
 from responses_gateway.background.launcher import DeferredLauncher, Launcher
-from responses_gateway.background.local import GATEWAY_RESTARTED, LocalLauncher
+from responses_gateway.background.local import GATEWAY_RESTARTED, LocalLauncher, lease_seconds
 from responses_gateway.background.runs import WORKER_LOST
 from responses_gateway.background.stepfunctions import StepFunctionsLauncher
 from responses_gateway.store.base import Checkpoint
@@ -139,3 +139,14 @@ async def test_runners_sharing_a_store_take_over_only_runs_whose_lease_lapsed(
         held.set()
         await first.drain()
         store.close()
+
+
+def test_the_run_lease_comes_from_the_environment_and_is_at_least_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GATEWAY_RUN_LEASE_SECONDS", raising=False)
+    assert lease_seconds() == 10.0
+    monkeypatch.setenv("GATEWAY_RUN_LEASE_SECONDS", "2.5")
+    assert lease_seconds() == 2.5
+    monkeypatch.setenv("GATEWAY_RUN_LEASE_SECONDS", "0")  # would sweep in a tight loop
+    assert lease_seconds() == 1.0

@@ -38,7 +38,7 @@ from responses_gateway.store.base import RunLeases
 if TYPE_CHECKING:
     from responses_gateway.service import Gateway
 
-__all__ = ["GATEWAY_RESTARTED", "LEASE_ENV", "LocalLauncher", "Worker"]
+__all__ = ["GATEWAY_RESTARTED", "LEASE_ENV", "LocalLauncher", "Worker", "lease_seconds"]
 
 _log = logging.getLogger(__name__)
 
@@ -59,9 +59,14 @@ GATEWAY_RESTARTED = {
 """The ``error`` of a run taken over from a process that died, whose worker then kept crashing."""
 
 
+_MIN_LEASE = 1.0
+"""The shortest lease: the runner sweeps every half lease and renews every third of one."""
+
+
 def lease_seconds() -> float:
-    """How long a run's lease lasts without renewal (``GATEWAY_RUN_LEASE_SECONDS``)."""
-    return float(os.environ.get(LEASE_ENV) or _DEFAULT_LEASE)
+    """How long a run's lease lasts without renewal (``GATEWAY_RUN_LEASE_SECONDS``, at least
+    one second)."""
+    return max(_MIN_LEASE, float(os.environ.get(LEASE_ENV) or _DEFAULT_LEASE))
 
 
 class LocalLauncher:
