@@ -130,7 +130,7 @@ async def test_the_wires_refusing_a_request_reach_its_loop_and_a_continued_run()
     run = await gateway.prepare(body, "t")
 
     assert run.ctx.refused_wires == frozenset({"bedrock", "chat", "harmony"})
-    assert run.run["refused_wires"] == ["bedrock", "chat", "harmony"]  # kept for a background continuation
+    assert run.run["refused_wires"] == ["bedrock", "chat", "harmony"]  # for a continuation
     continued = gateway.live_context("t", run.state, run.run, persist=run.ctx.persist)
     assert continued.refused_wires == run.ctx.refused_wires
     plain = await gateway.prepare({"model": "a/x", "input": "Hi", "store": False}, "t")

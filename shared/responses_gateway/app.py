@@ -258,6 +258,16 @@ def _default_launcher(gateway: Gateway) -> Launcher:
     return DeferredLauncher(step_functions)
 
 
+def _watching(launcher: Launcher | None) -> contextlib.AbstractAsyncContextManager[None]:
+    """The in-process runner taking over runs a dead process left (see
+    :meth:`LocalLauncher.watching`); nothing for other launchers."""
+    from responses_gateway.background.local import LocalLauncher
+
+    if isinstance(launcher, LocalLauncher):
+        return launcher.watching()
+    return contextlib.nullcontext()
+
+
 def create_app(
     config: GatewayConfig,
     store: Store,
@@ -296,7 +306,8 @@ def create_app(
         # The serving loop: shared MCP servers' processes live on it until shutdown.
         gateway.keep_shared_mcp(asyncio.get_running_loop())
         try:
-            yield
+            async with _watching(gateway.launcher):
+                yield
         finally:
             try:
                 await gateway.close_shared_mcp()

@@ -13,6 +13,7 @@ import pytest
 from responses_gateway.background.entry import work
 from responses_gateway.background.journal import INTERRUPTED
 from responses_gateway.background.log import follow
+from responses_gateway.background.records import current_response
 from responses_gateway.background.runs import (
     WORKER_LOST,
     cancel_run,
@@ -112,7 +113,8 @@ async def test_a_clean_run_checkpoints_every_action_and_logs_a_valid_stream(
     versions: list[int] = []
 
     assert await _drive(gateway, tenant, response_id, versions.append) == 1
-    assert versions == [1, 2, 3, 4, 5]  # CallLlm, ExecuteTools, CallLlm, ExecuteTools, CallLlm
+    # started (in_progress), then CallLlm, ExecuteTools, CallLlm, ExecuteTools, CallLlm
+    assert versions == [1, 2, 3, 4, 5, 6]
     record = await _record(gateway, tenant, response_id)
     assert record["status"] == "completed"
     assert _shape(record["output"]) == EXPECTED
@@ -126,7 +128,7 @@ async def test_a_clean_run_checkpoints_every_action_and_logs_a_valid_stream(
     assert [name for name, _ in calc.log.calls] == ["add", "divide"]
 
 
-@pytest.mark.parametrize("crash_after", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("crash_after", [1, 2, 3, 4, 5, 6])
 async def test_a_worker_killed_between_actions_resumes_with_the_same_output(
     gateway: Gateway,
     upstream: ScriptedUpstream,
@@ -271,7 +273,8 @@ async def test_the_watchdog_fails_a_run_whose_worker_was_lost(
     response_id = await _queue(gateway, tenant, {"input": "Compute", "tools": [calc_tool(calc)]})
 
     def crash(version: int) -> None:
-        raise Crash(version)
+        if version > 1:  # after the first action (version 1 only says the run started)
+            raise Crash(version)
 
     with pytest.raises(Crash):
         await run_worker(gateway, tenant, response_id, after_checkpoint=crash)
@@ -345,7 +348,7 @@ async def test_no_tool_starts_after_a_cancel_landing_right_after_a_checkpoint(
 
     async def then_cancel(checkpoint: Any, *, expected_version: int | None) -> None:
         await write(checkpoint, expected_version=expected_version)
-        if checkpoint.version == 1:  # the model asked for a tool; a cancel arrives now
+        if checkpoint.version == 2:  # the model asked for a tool; a cancel arrives now
             assert await store.request_cancel(tenant, response_id)
 
     monkeypatch.setattr(store, "put_checkpoint", then_cancel)
@@ -487,3 +490,24 @@ async def test_an_execution_stopped_from_outside_ends_its_response_through_event
     assert await work(gateway, event) == answer  # again: already ended, unchanged
     assert await _record(gateway, tenant, response_id) == record
     assert upstream.model_requests() == []
+
+
+async def test_a_run_reads_in_progress_from_the_moment_its_first_model_call_starts(
+    gateway: Gateway, upstream: ScriptedUpstream, tenant: str
+) -> None:
+    upstream.push(Turn(text="a b c d e f g", hold_after=2))
+    response_id = await _queue(gateway, tenant, {"input": "x"})
+    record = await gateway.store.get_response(tenant, response_id)
+    assert record is not None
+    assert (await current_response(gateway.store, record))["status"] == "queued"
+
+    worker = asyncio.create_task(run_worker(gateway, tenant, response_id))
+    await asyncio.to_thread(upstream.wait_for_requests, 1, 30)  # the model call is under way
+    try:
+        now = await current_response(gateway.store, record)
+        assert (now["status"], now["output"]) == ("in_progress", [])
+        assert record.status == "queued"  # the record itself is not rewritten
+    finally:
+        worker.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await worker

@@ -8,13 +8,15 @@ only ids. One invocation:
    ended ``cancelled``;
 2. drops events a crashed earlier invocation logged past the checkpoint (they were never
    checkpointed, and the action that produced them runs again);
-3. runs loop actions with :func:`~responses_gateway.loop.driver.step`, logging events as they
+3. a run that was ``queued`` is checkpointed ``in_progress`` before its first action, so a read
+   says it runs from the moment it does (the record is rendered from the checkpoint);
+4. runs loop actions with :func:`~responses_gateway.loop.driver.step`, logging events as they
    happen (the first model output notes the request log's time to first token in ``run``) and,
    after each action, flushing the log and writing the next checkpoint. The write is
    fenced on the version it read: if a cancel flagged the checkpoint or another invocation moved
    it, this invocation stops (it never starts another action). Before running tool calls it also
    asks whether a cancel was requested, so no tool starts after a cancel answered;
-4. stops with ``continue`` when the time left is under ``margin`` (the state machine calls it
+5. stops with ``continue`` when the time left is under ``margin`` (the state machine calls it
    again), or ``done`` once the response ended. The ending is a claim of the terminal (the first
    ending wins against a concurrent cancel or the watchdog), then the record is written.
 
@@ -101,10 +103,34 @@ async def run_worker(
 
     if overdue():
         return await _time_out(gateway, tenant, response_id, max_seconds)
-    if state.status == "queued":
-        state.status = "in_progress"
     run: dict[str, Any] = dict(checkpoint.run)
     run["generation"] = max(generation, int(run.get("generation") or 0))
+    version = checkpoint.version
+
+    async def advance(seq: int) -> bool:
+        """Checkpoint ``state`` as the next version; False when fenced out (a cancel flagged
+        the checkpoint, which then ends the run, or another invocation moved it on)."""
+        nonlocal version
+        try:
+            await store.put_checkpoint(
+                Checkpoint(tenant, response_id, version + 1, seq, state.to_json(), run),
+                expected_version=version,
+            )
+        except CheckpointConflict:
+            _log.info("background response %s was cancelled or moved on", response_id)
+            latest = await store.get_checkpoint(tenant, response_id)
+            if latest is not None and latest.cancel_requested:
+                await end_run(gateway, tenant, response_id, "cancelled")
+            return False
+        version += 1
+        if after_checkpoint is not None:
+            after_checkpoint(version)
+        return True
+
+    if state.status == "queued":  # the run starts: from now on a read says in_progress
+        state.status = "in_progress"
+        if not await advance(checkpoint.seq):
+            return "done"
     log = EventLog(store, tenant, response_id, checkpoint.seq, gateway.notifier, keep=keep)
     sink: Sink = SSESink(
         log.write,
@@ -124,7 +150,6 @@ async def run_worker(
     ctx = gateway.live_context(tenant, state, run, persist=capture)
     if ctx.tools is not NO_GATEWAY_TOOLS:
         ctx.tools = JournaledTools(ctx.tools, store, tenant, response_id)
-    version = checkpoint.version
     try:
         while True:
             if isinstance(state.next_action, ExecuteTools) and await store.cancel_requested(
@@ -139,22 +164,8 @@ async def run_worker(
                 await commit_ending(gateway, tenant, response_id, claim, state, run)
                 return "done"
             await log.flush()
-            try:
-                await store.put_checkpoint(
-                    Checkpoint(
-                        tenant, response_id, version + 1, log.next_seq, state.to_json(), run
-                    ),
-                    expected_version=version,
-                )
-            except CheckpointConflict:
-                _log.info("background response %s was cancelled or moved on", response_id)
-                latest = await store.get_checkpoint(tenant, response_id)
-                if latest is not None and latest.cancel_requested:
-                    await end_run(gateway, tenant, response_id, "cancelled")
+            if not await advance(log.next_seq):
                 return "done"
-            version += 1
-            if after_checkpoint is not None:
-                after_checkpoint(version)
             if overdue():
                 return await _time_out(gateway, tenant, response_id, max_seconds)
             if remaining is not None and remaining() < margin:

@@ -14,7 +14,7 @@ echoed request (MCP ``headers``/``authorization`` already dropped).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from responses_gateway.usage.records import (
     BudgetLimits,
@@ -43,6 +43,7 @@ __all__ = [
     "PromptStore",
     "PromptVersionExists",
     "RequestPage",
+    "RunLeases",
     "RequestQuery",
     "ResponseStore",
     "Store",
@@ -336,6 +337,33 @@ class BackgroundStore(Protocol):
         self, tenant: str, response_id: str, call_id: str, outcome: dict[str, Any]
     ) -> None:
         """Record the result of tool call ``call_id`` (``outcome`` is JSON)."""
+        ...
+
+
+@runtime_checkable
+class RunLeases(Protocol):
+    """Which process drives each unfinished background run, for the in-process runner when
+    several processes share one store (``serve`` on one SQLite file). A run is leased to one
+    owner until a time; the owner renews it while it drives the run and releases it when the run
+    is done; once a lease lapses (its owner died) another process takes the run over. A run is
+    created leased to nobody for a short grace, so only its creator starts it at once. Deployed,
+    the state machine drives runs and nothing uses this."""
+
+    async def claim_run(self, tenant: str, response_id: str, owner: str, seconds: float) -> bool:
+        """Lease the run to ``owner`` for ``seconds`` iff it is leased to nobody, to ``owner``
+        already, or its lease lapsed; whether ``owner`` holds it now."""
+        ...
+
+    async def renew_runs(self, owner: str, seconds: float) -> int:
+        """Extend every lease ``owner`` holds to ``seconds`` from now; how many there were."""
+        ...
+
+    async def release_run(self, tenant: str, response_id: str, owner: str) -> None:
+        """Forget the lease of a run that is done, if ``owner`` holds it."""
+        ...
+
+    async def orphaned_runs(self, limit: int) -> list[tuple[str, str]]:
+        """Up to ``limit`` runs (tenant, response id) whose lease lapsed, oldest lapse first."""
         ...
 
 

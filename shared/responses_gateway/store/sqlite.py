@@ -34,7 +34,13 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
-from responses_gateway.store import _sqlite_health, _sqlite_metrics, _sqlite_prompts, _sqlite_traces
+from responses_gateway.store import (
+    _sqlite_health,
+    _sqlite_leases,
+    _sqlite_metrics,
+    _sqlite_prompts,
+    _sqlite_traces,
+)
 from responses_gateway.store._background import _fencing_version
 from responses_gateway.store._calls import StoreError
 from responses_gateway.store._codec import decode_json, encode_json
@@ -308,14 +314,15 @@ _TABLES = (
     "usage_metrics",
     "trace_stats",
     "trace_links",
+    "run_leases",
 )
 """Every table but ``budgets``: each has ``expires_at`` (indexed) and is purged of expired rows."""
 
-_ADDED = _sqlite_metrics.CREATE + _sqlite_traces.CREATE
+_ADDED = _sqlite_metrics.CREATE + _sqlite_traces.CREATE + _sqlite_leases.CREATE
 """Tables added without a schema version (``IF NOT EXISTS``), created whenever the store opens:
 a file of this version, or an older one, gains them; an older gateway ignores them."""
 
-_BACKGROUND_TABLES = ("checkpoints", "events", "terminals", "journal")
+_BACKGROUND_TABLES = ("checkpoints", "events", "terminals", "journal", "run_leases")
 """Tables keyed by (tenant, response_id): a response's background rows."""
 
 _MIGRATIONS: dict[int, str] = {1: _SCHEMA_2, 2: _SCHEMA_3}
@@ -994,18 +1001,14 @@ class SqliteStore:
                 f"checkpoint of {checkpoint.response_id} was advanced or cancelled"
             )
         body, enc = _blob({"state": checkpoint.state, "run": checkpoint.run})
+        expires = checkpoint.expires_at or self._expires()
         conn.execute(
             "INSERT OR REPLACE INTO checkpoints (tenant, response_id, version, seq, cancel, "
             "expires_at, body, enc) VALUES (?,?,?,?,0,?,?,?)",
-            (
-                *key,
-                checkpoint.version,
-                checkpoint.seq,
-                checkpoint.expires_at or self._expires(),
-                body,
-                enc,
-            ),
+            (*key, checkpoint.version, checkpoint.seq, expires, body, enc),
         )
+        if expected_version is None:  # a new run: its creator starts it (run leases)
+            _sqlite_leases.created(conn, *key, self._clock(), expires)
 
     async def get_checkpoint(self, tenant: str, response_id: str) -> Checkpoint | None:
         return await self._read("get_checkpoint", self._get_checkpoint, tenant, response_id)
@@ -1053,6 +1056,30 @@ class SqliteStore:
             (tenant, response_id, self._now()),
         ).fetchone()
         return row is not None and bool(row[0])
+
+    # Background responses: run leases (several processes on one file)
+
+    async def claim_run(self, tenant: str, response_id: str, owner: str, seconds: float) -> bool:
+        now = self._clock()
+        return await self._write(
+            "claim_run",
+            _sqlite_leases.claim,
+            tenant,
+            response_id,
+            owner,
+            now,
+            now + seconds,
+            self._expires(),
+        )
+
+    async def renew_runs(self, owner: str, seconds: float) -> int:
+        return await self._write("renew_runs", _sqlite_leases.renew, owner, self._clock() + seconds)
+
+    async def release_run(self, tenant: str, response_id: str, owner: str) -> None:
+        await self._write("release_run", _sqlite_leases.release, tenant, response_id, owner)
+
+    async def orphaned_runs(self, limit: int) -> list[tuple[str, str]]:
+        return await self._read("orphaned_runs", _sqlite_leases.orphaned, self._clock(), limit)
 
     # Background responses: event log
 
