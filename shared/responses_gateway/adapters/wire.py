@@ -75,6 +75,7 @@ __all__ = [
     "Streaming",
     "UpstreamEndpoint",
     "break_point",
+    "call_failed",
     "clean_surrogates",
     "decide_after_break",
     "finish_reading",
@@ -239,7 +240,7 @@ class UpstreamEndpoint:
                 f"The upstream model timed out mid-stream: {type(cause).__name__}"
             ) from cause
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            raise _call_failed(exc) from exc
+            raise call_failed(exc) from exc
 
     async def post_json(
         self, payload: dict[str, Any], status_error: Callable[[int, str], UpstreamStatusError]
@@ -259,7 +260,7 @@ class UpstreamEndpoint:
                 self.target or self.url, json=payload, headers=headers, timeout=timeout, auth=auth
             )
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            raise _call_failed(exc) from exc
+            raise call_failed(exc) from exc
         if not response.is_success:
             error = status_error(response.status_code, response.text)
             error.headers.update(passed_headers(response))
@@ -276,10 +277,11 @@ _UNREACHED = (
 """Transport failures that mean the upstream never saw the request (no connection was made)."""
 
 
-def _call_failed(
+def call_failed(
     exc: httpx.TransportError | httpx.DecodingError,
 ) -> UpstreamTransportError | UpstreamProtocolError:
-    """What an HTTP failure of a model call (streamed or not) is, in the gateway's terms."""
+    """What an HTTP failure of a model call (streamed or not) is, in the gateway's terms (its
+    ``__cause__`` is what :func:`break_point` reads: raise it ``from exc``)."""
     if isinstance(exc, httpx.TimeoutException):
         return UpstreamTransportError(f"The upstream model timed out: {type(exc).__name__}")
     if isinstance(exc, _UNREACHED):
