@@ -77,6 +77,7 @@ from responses_gateway.adapters.converse_request import (
 )
 from responses_gateway.adapters.eventstream import EventMessage, EventStreamDecoder
 from responses_gateway.adapters.wire import (
+    NOT_A_STREAM,
     CallProgress,
     NotAnAnswer,
     Streaming,
@@ -85,6 +86,7 @@ from responses_gateway.adapters.wire import (
     clean_surrogates,
     decide_after_break,
     finish_reading,
+    json_answer,
     passed_headers,
 )
 from responses_gateway.errors import (
@@ -146,8 +148,6 @@ _MODEL_FAULTS = frozenset({"ModelErrorException", "ModelStreamErrorException"})
 (a 4xx would be the client's fault)."""
 
 _CODES = {429: "rate_limit_exceeded", 404: "model_not_found"}
-_NOT_A_STREAM = ("application/json", "text/html")
-"""Content types of 2xx answers that are surely no event stream."""
 
 
 def _error_type(raw: str) -> str:
@@ -549,7 +549,7 @@ class BedrockAdapter:
         if progress is not None:
             progress.answered = True
         content_type = response.headers.get("content-type", "")
-        if progress is None or content_type.startswith(_NOT_A_STREAM):
+        if progress is None or content_type.startswith(NOT_A_STREAM):
             await self._read_answer(response, stream, progress is None, out)
             return
         out.upstream_responding()
@@ -577,11 +577,7 @@ class BedrockAdapter:
             raise NotAnAnswer(
                 f"Bedrock answered with {kind} instead of an event stream: {text[:200]}"
             )
-        try:
-            answer = json.loads(text)
-        except ValueError as exc:
-            raise NotAnAnswer("Bedrock answered with invalid JSON: " + text[:200]) from exc
-        events = converse_events(clean_surrogates(answer))
+        events = converse_events(json_answer(text))
         out.upstream_responding()
         for name, event in events:
             stream.feed(name, event)

@@ -52,7 +52,7 @@ from responses_gateway.errors import (
 if TYPE_CHECKING:
     from responses_gateway.loop.output import OutputWriter
 
-_NOT_A_STREAM = ("application/json", "text/html")
+NOT_A_STREAM = ("application/json", "text/html")
 """Content types of 2xx answers that are surely no event stream."""
 
 Streaming = Literal["auto", "on", "off"]
@@ -65,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "BREAK_POINTS",
+    "NOT_A_STREAM",
     "AsEvents",
     "BreakPoint",
     "CallProgress",
@@ -79,6 +80,7 @@ __all__ = [
     "clean_surrogates",
     "decide_after_break",
     "finish_reading",
+    "json_answer",
     "loads_json",
     "passed_headers",
     "read_event_stream",
@@ -265,7 +267,7 @@ class UpstreamEndpoint:
             error = status_error(response.status_code, response.text)
             error.headers.update(passed_headers(response))
             raise error
-        return _json_answer(response.text)
+        return json_answer(response.text)
 
 
 _UNREACHED = (
@@ -357,7 +359,8 @@ class NotAnAnswer(UpstreamProtocolError):
     unstreamed, the upstream would send it again."""
 
 
-def _json_answer(text: str) -> Any:
+def json_answer(text: str) -> Any:
+    """A 2xx answer's JSON (:func:`loads_json`); text that is no JSON is :class:`NotAnAnswer`."""
     try:
         return loads_json(text)
     except ValueError as exc:
@@ -437,11 +440,11 @@ async def read_event_stream(
         if progress is not None:
             progress.answered = True
         content_type = response.headers.get("content-type", "")
-        if content_type.startswith(_NOT_A_STREAM):
+        if content_type.startswith(NOT_A_STREAM):
             await response.aread()
             if as_events is not None and content_type.startswith("application/json"):
                 logger.info("the upstream answered a streamed call with JSON: reading that")
-                answer = as_events(_json_answer(response.text))
+                answer = as_events(json_answer(response.text))
                 out.upstream_responding()
                 _feed(consumer, answer)
                 return
