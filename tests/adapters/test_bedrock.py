@@ -493,6 +493,83 @@ async def test_a_stream_exception_after_output_raises_its_message() -> None:
     assert state.output[0]["type"] == "message"
 
 
+BREAKS: dict[str, tuple[Turn, type[UpstreamError], str]] = {
+    "abort_after_200": (Turn(text="never", drop_after=0), UpstreamError, "connection"),
+    "cut_in_first_frame": (
+        Turn(text="never", drop_after=0, cut_mid_event=True),
+        UpstreamError,
+        "connection",
+    ),
+    "undecodable_event": (Turn(text="never", garbage_after=0), UpstreamProtocolError, "not JSON"),
+    "exception_event": (
+        Turn(error_event_after=0, error_body={"error": {"message": "Model stream broke."}}),
+        UpstreamStatusError,
+        "Model stream broke.",
+    ),
+    "error_as_200": (
+        Turn(error_as_200=True, error_body={"error": {"message": "Something broke inside."}}),
+        UpstreamProtocolError,
+        "Something broke inside.",
+    ),
+}
+"""ConverseStream breaks before its first event: the error each raises, and what it names."""
+
+
+@pytest.mark.parametrize("kind", list(BREAKS))
+async def test_a_break_before_the_first_event_is_answered_by_converse_in_auto(kind: str) -> None:
+    script = ScriptedUpstream(BREAKS[kind][0], Turn(text="Served."), demo=False)
+    adapter, client = _adapter(script)
+    out, state = _writer()
+    async with client:
+        result = await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert result.stop == "stop"
+    assert [i["content"][0]["text"] for i in state.output] == ["Served."]
+    paths = [r.path.rsplit("/", 1)[1] for r in script.model_requests()]
+    assert paths == ["converse-stream", "converse"]
+
+
+@pytest.mark.parametrize("kind", list(BREAKS))
+async def test_a_break_before_the_first_event_is_the_error_when_streaming_is_on(kind: str) -> None:
+    turn, error_type, cause = BREAKS[kind]
+    script = ScriptedUpstream(turn, Turn(text="Served."), demo=False)
+    adapter, client = _adapter(script, "on")
+    out, state = _writer()
+    async with client:
+        with pytest.raises(error_type) as caught:
+            await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert cause in caught.value.message
+    assert state.output == [] and len(script.model_requests()) == 1
+
+
+async def test_a_throttling_exception_event_is_a_429_never_retried_unstreamed() -> None:
+    turn = Turn(
+        error_event_after=0,
+        error_body={"error": {"message": "Slow down.", "code": "rate_limit_exceeded"}},
+    )
+    script = ScriptedUpstream(turn, Turn(text="Served."), demo=False)
+    adapter, client = _adapter(script)
+    out, _ = _writer()
+    async with client:
+        with pytest.raises(UpstreamStatusError) as caught:
+            await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert (caught.value.status_code, caught.value.message) == (429, "Slow down.")
+    assert len(script.model_requests()) == 1
+
+
+async def test_a_server_that_cannot_stream_is_answered_by_converse() -> None:
+    script = ScriptedUpstream(Turn(text="Served."), demo=False)
+    script.cannot_stream = lambda body, wire: True
+    adapter, client = _adapter(script)
+    out, state = _writer()
+    async with client:
+        await adapter.call_llm(ModelCall(model=MODEL, input=[user("x")]), out)
+    assert state.output[0]["content"][0]["text"] == "Served."
+    assert [r.path.rsplit("/", 1)[1] for r in script.model_requests()] == [
+        "converse-stream",
+        "converse",
+    ]
+
+
 @pytest.mark.parametrize(
     "message",
     [
@@ -574,6 +651,23 @@ def test_every_scripted_stream_decodes_the_same_with_botocore_and_with_ours() ->
     ours = [m for i in range(0, len(data), 7) for m in decoder.feed(data[i : i + 7])]
     assert [(m.event_type, json.loads(m.payload)) for m in ours] == events
     assert decoder.pending == 0
+
+
+def test_the_scripted_break_frames_are_what_botocore_reads_as_such() -> None:
+    from botocore.exceptions import EventStreamError  # type: ignore[import-untyped]
+
+    from responses_gateway.testing.bedrock import _exception_frame, _garbage_frame
+
+    for code, kind in (
+        ("rate_limit_exceeded", "throttlingException"),
+        (None, "modelStreamErrorException"),
+    ):
+        turn = Turn(error_event_after=0, error_body={"error": {"message": "m", "code": code}})
+        with pytest.raises(EventStreamError) as caught:
+            botocore_events(_exception_frame(turn))
+        assert caught.value.response["Error"] == {"Code": kind, "Message": "m"}
+    # well framed (botocore decodes it), its payload no JSON: botocore keeps nothing of it
+    assert botocore_events(_garbage_frame()) == [{"contentBlockDelta": {}}]
 
 
 def test_a_corrupted_frame_is_a_protocol_error() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from responses_gateway.testing.bedrock import asked_to_stream
 from responses_gateway.testing.script import ScriptedUpstream, Turn
 from responses_gateway.testing.stream_check import check_stream, parse_sse
 
@@ -72,7 +73,7 @@ def test_a_break_before_the_first_data_event_is_retried_unstreamed(
     assert final["status"] == "completed"
     assert [item["type"] for item in final["output"]] == ["message"]
     assert final["output"][0]["content"][0]["text"] == ANSWER
-    assert [r.json.get("stream") for r in upstream.model_requests()] == [True, False]
+    assert [asked_to_stream(r) for r in upstream.model_requests()] == [True, False]
 
 
 def test_the_llama_cpp_python_abort_of_a_tool_request_is_served_by_the_retry(

@@ -1,7 +1,10 @@
 """The Bedrock adapter: a Responses model call over Amazon Bedrock's Converse API.
 
 Owns both directions of the Converse wire (``POST /model/{modelId}/converse-stream``, the AWS
-event-stream framing, or ``/converse`` unstreamed when the provider's ``streaming`` is ``off``).
+event-stream framing, or ``/converse`` unstreamed when the provider's ``streaming`` is ``off``,
+and once in ``auto`` when the stream broke before its first event, by the rule every wire
+follows: :func:`~responses_gateway.adapters.wire.break_point` and
+:func:`~responses_gateway.adapters.wire.decide_after_break`).
 :func:`to_converse_request` turns a :class:`ModelCall` into the exact request body (pure, no I/O);
 :class:`BedrockAdapter` signs it (:class:`~responses_gateway.adapters.aws_auth.SigV4` with the
 runtime's own credentials, or a Bedrock API key as a bearer token), sends it, decodes the frames
@@ -56,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -73,13 +77,21 @@ from responses_gateway.adapters.converse_request import (
 )
 from responses_gateway.adapters.eventstream import EventMessage, EventStreamDecoder
 from responses_gateway.adapters.wire import (
+    NOT_A_STREAM,
+    CallProgress,
+    NotAnAnswer,
     Streaming,
+    break_point,
+    call_failed,
     clean_surrogates,
+    decide_after_break,
     finish_reading,
+    json_answer,
     passed_headers,
 )
 from responses_gateway.errors import (
     ModelOutputError,
+    UpstreamError,
     UpstreamProtocolError,
     UpstreamStatusError,
     UpstreamTransportError,
@@ -104,6 +116,8 @@ __all__ = [
     "default_endpoint",
     "to_converse_request",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def default_endpoint(region: str) -> str:
@@ -218,11 +232,14 @@ class _ConverseStream:
         self._stop: str | None = None
         self.usage: dict[str, Any] | None = None
         self.done = False
+        self.decoded = False
+        """Whether any event was taken (one that raised is not): see ``wire.break_point``."""
 
     def feed(self, name: str, event: dict[str, Any]) -> None:
         handler = getattr(self, f"_on_{name}", None)
         if handler is not None:
             handler(event)
+        self.decoded = True
 
     def _on_contentBlockStart(self, event: dict[str, Any]) -> None:  # noqa: N802
         start = event.get("start") or {}
@@ -352,9 +369,20 @@ def _event(message: EventMessage) -> tuple[str, dict[str, Any]]:
 
 
 def converse_events(answer: Any) -> list[tuple[str, dict[str, Any]]]:
-    """An unstreamed Converse answer as the events its stream would have held."""
+    """An unstreamed Converse answer as the events its stream would have held.
+
+    Raises:
+        UpstreamProtocolError: the answer is no Converse answer (no ``output`` object: an error
+            body such as ``{"message": ...}`` sent with a 2xx status, which names it).
+    """
     if not isinstance(answer, dict):
         raise UpstreamProtocolError("Bedrock's answer is no object.")
+    if not isinstance(answer.get("output"), dict):
+        found = answer.get("message") or answer.get("Message") or answer.get("error")
+        if isinstance(found, dict):
+            found = found.get("message")
+        said = f": {found}" if isinstance(found, str) and found else ""
+        raise UpstreamProtocolError(f"Bedrock answered 200 without an answer{said}")
     message = (answer.get("output") or {}).get("message") or {}
     events: list[tuple[str, dict[str, Any]]] = [("messageStart", {"role": "assistant"})]
     for index, block in enumerate(message.get("content") or []):
@@ -399,7 +427,8 @@ class BedrockAdapter:
         headers: extra headers for every call.
         timeout: seconds to wait for upstream bytes (connecting: 10 s).
         options: the provider's Bedrock settings.
-        streaming: ``off`` calls ``Converse``; otherwise ``ConverseStream``.
+        streaming: ``off`` calls ``Converse``; ``on`` ``ConverseStream``; ``auto`` (the default)
+            ``ConverseStream``, then ``Converse`` once when it broke before its first event.
         auth: how requests are signed (default: :class:`SigV4` for ``region``).
     """
 
@@ -437,6 +466,12 @@ class BedrockAdapter:
     async def call_llm(self, call: ModelCall, out: OutputWriter) -> TurnResult:
         """Call the model once (see the module docstring for the rules).
 
+        ``streaming`` as on every wire (:func:`~responses_gateway.adapters.wire.read_model_answer`):
+        ``auto`` calls ConverseStream and, when its answer breaks before its first event
+        (:func:`~responses_gateway.adapters.wire.break_point`, decided by
+        :func:`~responses_gateway.adapters.wire.decide_after_break`), calls Converse once;
+        ``on`` only streams; ``off`` only calls Converse.
+
         Raises:
             InvalidRequestError: the request holds something Converse cannot carry.
             UpstreamStatusError: Bedrock answered with an error (before or during the stream).
@@ -444,28 +479,53 @@ class BedrockAdapter:
             UpstreamProtocolError: the answer could not be decoded.
         """
         body = json.dumps(to_converse_request(call, self.options)).encode()
-        stream = _ConverseStream(out, parallel=call.params.get("parallel_tool_calls") is not False)
-        streamed = self.streaming != "off"
+        parallel = call.params.get("parallel_tool_calls") is not False
+        broken: UpstreamError | None = None
+        if self.streaming != "off":
+            stream = _ConverseStream(out, parallel=parallel)
+            progress = CallProgress()
+            try:
+                await self._call(call.model, body, stream, out, progress)
+                return stream.result()
+            except UpstreamError as error:
+                point = break_point(error, answered=progress.answered, decoded=stream.decoded)
+                if not decide_after_break(self.streaming, point, error):
+                    raise
+                logger.warning(
+                    "Bedrock's stream broke before its first event (%s): calling Converse",
+                    error.message,
+                )
+                broken = error
+        answer = _ConverseStream(out, parallel=parallel)
+        try:
+            await self._call(call.model, body, answer, out, None)
+        except NotAnAnswer:
+            if broken is None:
+                raise
+            raise broken from None  # no readable answer either: the stream's failure says more
+        return answer.result()
+
+    async def _call(
+        self,
+        model: str,
+        body: bytes,
+        stream: _ConverseStream,
+        out: OutputWriter,
+        progress: CallProgress | None,
+    ) -> None:
+        """One call: ConverseStream when ``progress`` is given (it records the 2xx head), else
+        Converse; its answer fed to ``stream``."""
+        streamed = progress is not None
         timeout = httpx.USE_CLIENT_DEFAULT if self._timeout is None else self._timeout
         request = self._client.build_request(
-            "POST",
-            self.url(call.model, streamed),
-            content=body,
-            headers=self._headers,
-            timeout=timeout,
+            "POST", self.url(model, streamed), content=body, headers=self._headers, timeout=timeout
         )
         try:
             response = await self._client.send(request, auth=self._auth, stream=True)
-        except httpx.TimeoutException as exc:
-            raise UpstreamTransportError(
-                f"The upstream model timed out: {type(exc).__name__}"
-            ) from exc
-        except httpx.TransportError as exc:
-            raise UpstreamTransportError(
-                f"The upstream model could not be reached: {type(exc).__name__}"
-            ) from exc
+        except (httpx.TransportError, httpx.DecodingError) as exc:
+            raise call_failed(exc) from exc
         try:
-            await self._read(response, stream, streamed, out)
+            await self._read(response, stream, progress, out)
         except (httpx.TransportError, httpx.DecodingError) as exc:
             what = "timed out" if isinstance(exc, httpx.TimeoutException) else "failed"
             raise UpstreamTransportError(
@@ -473,25 +533,26 @@ class BedrockAdapter:
             ) from exc
         finally:
             await response.aclose()
-        return stream.result()
 
     async def _read(
-        self, response: httpx.Response, stream: _ConverseStream, streamed: bool, out: OutputWriter
+        self,
+        response: httpx.Response,
+        stream: _ConverseStream,
+        progress: CallProgress | None,
+        out: OutputWriter,
     ) -> None:
         if not response.is_success:
             raw = (await response.aread()).decode("utf-8", errors="replace")
             error = bedrock_status_error(response.status_code, raw, response.headers)
             error.headers.update(passed_headers(response))
             raise error
-        out.upstream_responding()
-        if not streamed:
-            try:
-                answer = json.loads(await response.aread())
-            except ValueError as exc:
-                raise UpstreamProtocolError("Bedrock answered with invalid JSON.") from exc
-            for name, event in converse_events(clean_surrogates(answer)):
-                stream.feed(name, event)
+        if progress is not None:
+            progress.answered = True
+        content_type = response.headers.get("content-type", "")
+        if progress is None or content_type.startswith(NOT_A_STREAM):
+            await self._read_answer(response, stream, progress is None, out)
             return
+        out.upstream_responding()
         decoder = EventStreamDecoder()
         chunks = response.aiter_bytes()
         async for chunk in chunks:
@@ -503,3 +564,20 @@ class BedrockAdapter:
                 break
         if not stream.stopped:
             raise UpstreamTransportError("Bedrock ended the stream before the model stopped.")
+
+    async def _read_answer(
+        self, response: httpx.Response, stream: _ConverseStream, asked: bool, out: OutputWriter
+    ) -> None:
+        """A JSON answer: Converse's (``asked``), or one sent to a ConverseStream call, which is
+        read as Converse's only in ``auto`` (as the other wires read JSON sent for a stream)."""
+        text = (await response.aread()).decode("utf-8", errors="replace")
+        json_type = response.headers.get("content-type", "").startswith("application/json")
+        if not asked and not (json_type and self.streaming == "auto"):
+            kind = "JSON" if json_type else "HTML"
+            raise NotAnAnswer(
+                f"Bedrock answered with {kind} instead of an event stream: {text[:200]}"
+            )
+        events = converse_events(json_answer(text))
+        out.upstream_responding()
+        for name, event in events:
+            stream.feed(name, event)

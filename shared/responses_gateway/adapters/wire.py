@@ -52,7 +52,7 @@ from responses_gateway.errors import (
 if TYPE_CHECKING:
     from responses_gateway.loop.output import OutputWriter
 
-_NOT_A_STREAM = ("application/json", "text/html")
+NOT_A_STREAM = ("application/json", "text/html")
 """Content types of 2xx answers that are surely no event stream."""
 
 Streaming = Literal["auto", "on", "off"]
@@ -65,6 +65,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = [
     "BREAK_POINTS",
+    "NOT_A_STREAM",
     "AsEvents",
     "BreakPoint",
     "CallProgress",
@@ -75,9 +76,11 @@ __all__ = [
     "Streaming",
     "UpstreamEndpoint",
     "break_point",
+    "call_failed",
     "clean_surrogates",
     "decide_after_break",
     "finish_reading",
+    "json_answer",
     "loads_json",
     "passed_headers",
     "read_event_stream",
@@ -239,7 +242,7 @@ class UpstreamEndpoint:
                 f"The upstream model timed out mid-stream: {type(cause).__name__}"
             ) from cause
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            raise _call_failed(exc) from exc
+            raise call_failed(exc) from exc
 
     async def post_json(
         self, payload: dict[str, Any], status_error: Callable[[int, str], UpstreamStatusError]
@@ -259,12 +262,12 @@ class UpstreamEndpoint:
                 self.target or self.url, json=payload, headers=headers, timeout=timeout, auth=auth
             )
         except (httpx.TransportError, httpx.DecodingError) as exc:
-            raise _call_failed(exc) from exc
+            raise call_failed(exc) from exc
         if not response.is_success:
             error = status_error(response.status_code, response.text)
             error.headers.update(passed_headers(response))
             raise error
-        return _json_answer(response.text)
+        return json_answer(response.text)
 
 
 _UNREACHED = (
@@ -276,10 +279,11 @@ _UNREACHED = (
 """Transport failures that mean the upstream never saw the request (no connection was made)."""
 
 
-def _call_failed(
+def call_failed(
     exc: httpx.TransportError | httpx.DecodingError,
 ) -> UpstreamTransportError | UpstreamProtocolError:
-    """What an HTTP failure of a model call (streamed or not) is, in the gateway's terms."""
+    """What an HTTP failure of a model call (streamed or not) is, in the gateway's terms (its
+    ``__cause__`` is what :func:`break_point` reads: raise it ``from exc``)."""
     if isinstance(exc, httpx.TimeoutException):
         return UpstreamTransportError(f"The upstream model timed out: {type(exc).__name__}")
     if isinstance(exc, _UNREACHED):
@@ -355,7 +359,8 @@ class NotAnAnswer(UpstreamProtocolError):
     unstreamed, the upstream would send it again."""
 
 
-def _json_answer(text: str) -> Any:
+def json_answer(text: str) -> Any:
+    """A 2xx answer's JSON (:func:`loads_json`); text that is no JSON is :class:`NotAnAnswer`."""
     try:
         return loads_json(text)
     except ValueError as exc:
@@ -435,11 +440,11 @@ async def read_event_stream(
         if progress is not None:
             progress.answered = True
         content_type = response.headers.get("content-type", "")
-        if content_type.startswith(_NOT_A_STREAM):
+        if content_type.startswith(NOT_A_STREAM):
             await response.aread()
             if as_events is not None and content_type.startswith("application/json"):
                 logger.info("the upstream answered a streamed call with JSON: reading that")
-                answer = as_events(_json_answer(response.text))
+                answer = as_events(json_answer(response.text))
                 out.upstream_responding()
                 _feed(consumer, answer)
                 return

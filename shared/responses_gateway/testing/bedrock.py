@@ -8,7 +8,11 @@ as Bedrock checks it: the user first, roles alternating, tool results answering 
 and answered as Bedrock
 does: errors as ``{"message"}`` with ``x-amzn-ErrorType``; ``Converse`` as one JSON answer;
 ``ConverseStream`` in the binary AWS event-stream framing (reasoning with a signature, text,
-tool calls with streamed input, ``messageStop``, ``metadata`` with usage). A replayed reasoning
+tool calls with streamed input, ``messageStop``, ``metadata`` with usage). The scripted breaks
+happen as they would on Bedrock's HTTP: ``drop_after`` aborts the body (``cut_mid_event`` inside
+a frame), ``error_event_after`` sends ConverseStream's exception event, ``garbage_after`` a
+well-framed event whose payload is no JSON, ``error_as_200`` a 200 with ``{"message"}``,
+``cannot_stream`` a 200 ConverseStream dropped before its first frame. A replayed reasoning
 block whose signature is not the one this upstream gave its text is refused, as Anthropic's
 models refuse it. The turn is chosen from the request seen as a Chat Completions body
 (:func:`chat_view`), so the demo model, the brain and turn factories read it as they read chat.
@@ -39,6 +43,7 @@ from responses_gateway.testing.script import RecordedRequest, ScriptedUpstream, 
 __all__ = [
     "TEST_CREDENTIALS",
     "as_chat",
+    "asked_to_stream",
     "converse_params",
     "bedrock_route",
     "chat_view",
@@ -168,6 +173,16 @@ def converse_params(request: RecordedRequest) -> dict[str, Any]:
     from the path, then the body), as botocore's ``converse(**params)`` takes them."""
     found = operation_of(request.path)
     return request.json if found is None else {"modelId": found[1], **request.json}
+
+
+def asked_to_stream(request: RecordedRequest) -> bool | None:
+    """Whether a recorded model request asked for a stream: a Converse one by its operation
+    (ConverseStream), any other by its body's ``stream``."""
+    found = operation_of(request.path)
+    if found is None:
+        stream = request.json.get("stream")
+        return stream if isinstance(stream, bool) else None
+    return found[0] == "ConverseStream"
 
 
 def as_chat(request: RecordedRequest) -> dict[str, Any]:
@@ -311,15 +326,33 @@ def _frame(name: str, event: dict[str, Any]) -> bytes:
     return encode_message(headers, json.dumps(event).encode())
 
 
+_EXCEPTIONS = {"rate_limit_exceeded": "throttlingException"}
+"""ConverseStream's exception event for a scripted error's ``code`` (any other error is the
+model's stream failing: ``modelStreamErrorException``)."""
+
+
 def _exception_frame(turn: Turn) -> bytes:
-    message = str(turn.error_object().get("message") or "The model stream failed.")
-    kind = "throttlingException" if turn.status == 429 else "modelStreamErrorException"
+    """The error of ``error_event_after`` as ConverseStream's exception event."""
+    error = turn.error_object()
+    message = str(error.get("message") or "The model stream failed.")
+    kind = _EXCEPTIONS.get(str(error.get("code")), "modelStreamErrorException")
     headers = {
         ":exception-type": kind,
         ":content-type": "application/json",
         ":message-type": "exception",
     }
     return encode_message(headers, json.dumps({"message": message}).encode())
+
+
+def _garbage_frame() -> bytes:
+    """A well-framed event whose payload is no JSON (``garbage_after``): botocore decodes the
+    frame, and its JSON parser refuses the payload."""
+    headers = {
+        ":event-type": "contentBlockDelta",
+        ":content-type": "application/json",
+        ":message-type": "event",
+    }
+    return encode_message(headers, b'{"delta": {"text": "cut')
 
 
 def _stream(script: ScriptedUpstream, turn: Turn, body: dict[str, Any]) -> Response:
@@ -333,8 +366,15 @@ def _stream(script: ScriptedUpstream, turn: Turn, body: dict[str, Any]) -> Respo
                     ended = True
                     yield _exception_frame(turn)
                     return
+                if turn.garbage_after is not None and i >= turn.garbage_after:
+                    ended = True
+                    yield _garbage_frame()
+                    return
                 if turn.drop_after is not None and i >= turn.drop_after:
                     ended = True
+                    if turn.cut_mid_event:  # the body cut inside this frame
+                        frame = _frame(name, event)
+                        yield frame[: len(frame) // 2]
                     raise SimulatedDisconnect()
                 if turn.hold_after is not None and i >= turn.hold_after:
                     await asyncio.Event().wait()
@@ -398,6 +438,21 @@ def _add_delta(blocks: dict[int, dict[str, Any]], index: int, delta: dict[str, A
             text["signature"] = reasoning["signature"]
 
 
+def _no_events(script: ScriptedUpstream) -> Response:
+    """A 200 ConverseStream answer dropped before its first frame (``cannot_stream``: no turn
+    used, the same request unstreamed gets it)."""
+    from responses_gateway.testing.fake_upstream import SimulatedDisconnect
+
+    async def frames() -> AsyncIterator[bytes]:
+        raise SimulatedDisconnect()
+        yield b""  # pragma: no cover - makes this an async generator
+
+    headers = {"x-amzn-requestid": script.new_id("req")}
+    return StreamingResponse(
+        frames(), media_type="application/vnd.amazon.eventstream", headers=headers
+    )
+
+
 def bedrock_route(script: ScriptedUpstream) -> Any:
     """The Starlette endpoint answering Converse and ConverseStream from ``script``."""
 
@@ -427,11 +482,21 @@ def bedrock_route(script: ScriptedUpstream) -> Any:
         if bad is not None:
             return _aws_error(400, bad)
         operation, model = found
-        turn = script.next_turn(chat_view(body, model), "chat")
+        view = chat_view(body, model)
+        if (
+            operation == "ConverseStream"
+            and script.cannot_stream
+            and script.cannot_stream(view, "chat")
+        ):
+            return _no_events(script)
+        turn = script.next_turn(view, "chat")
         if turn is None:
             return _aws_error(500, "The scripted Bedrock upstream's script is exhausted.")
         if turn.status != 200:
             return _aws_error(turn.status, _message_of(turn), turn.headers)
+        if turn.error_as_200:
+            headers = {"x-amzn-requestid": script.new_id("req"), **turn.headers}
+            return JSONResponse({"message": _message_of(turn)}, headers=headers)
         if operation == "ConverseStream":
             return _stream(script, turn, body)
         return _answer(script, turn, body)
