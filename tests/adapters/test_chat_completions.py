@@ -1088,10 +1088,76 @@ async def test_call_llm_empty_stream_then_empty_stream_is_one_retry_then_a_proto
     assert len(upstream.requests) == 2
 
 
-async def test_call_llm_stream_of_only_done_is_an_empty_answer() -> None:
+# --- call_llm: streams with no data event (llama-cpp-python's one slot, busy) ----------------
+
+ROLE_ONLY = chunk({"role": "assistant"})
+"""What llama-cpp-python's one-slot server streams to a request arriving while another
+generates, before ``[DONE]``: no content, no finish_reason, no usage."""
+HELLO = {"choices": [{"message": {"role": "assistant", "content": "Hello"},
+                      "finish_reason": "stop"}], "usage": USAGE}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        sse_body([ROLE_ONLY]),
+        sse_body([ROLE_ONLY, chunk({"content": ""}, usage=None)], done=False),
+        sse_body([]),
+    ],
+    ids=["role-then-done", "role-then-eof", "only-done"],
+)
+async def test_call_llm_stream_with_no_data_event_is_asked_again_unstreamed(body: bytes) -> None:
+    upstream = Upstream(body, then=[(200, JSON, json.dumps(HELLO).encode())])
     h = Harness()
-    assert await h.call(Upstream(sse_body([]))) == TurnResult(stop="stop", usage=None)
+
+    result = await h.call(upstream)
+
+    assert [json.loads(r.content)["stream"] for r in upstream.requests] == [True, False]
+    assert h.items() == [message("Hello")]
+    assert result.usage is not None and result.usage["output_tokens"] == 5
+
+
+async def test_call_llm_role_only_stream_is_a_protocol_error_when_streaming_on() -> None:
+    h = Harness()
+    upstream = Upstream(sse_body([ROLE_ONLY]))
+
+    with pytest.raises(UpstreamProtocolError, match="no data event .no output, no finish_reason"):
+        await h.call(upstream, streaming="on")
+
     assert h.trace() == [("responding",)]
+    assert h.state.output == []
+    assert len(upstream.requests) == 1
+
+
+async def test_call_llm_stream_cut_after_the_role_chunk_is_asked_again_unstreamed() -> None:
+    upstream = Upstream(
+        DroppingStream(sse_body([ROLE_ONLY], done=False)),
+        then=[(200, JSON, json.dumps(HELLO).encode())],
+    )
+    h = Harness()
+
+    await h.call(upstream)
+
+    assert len(upstream.requests) == 2
+    assert h.items() == [message("Hello")]
+
+
+async def test_call_llm_stream_cut_after_the_role_chunk_is_the_error_when_streaming_on() -> None:
+    upstream = Upstream(DroppingStream(sse_body([ROLE_ONLY], done=False)))
+    with pytest.raises(UpstreamTransportError):
+        await Harness().call(upstream, streaming="on")
+    assert len(upstream.requests) == 1
+
+
+async def test_call_llm_role_chunk_then_finish_reason_is_an_empty_answer() -> None:
+    # a finish_reason is a data event: the model answered, with nothing
+    h = Harness()
+    upstream = Upstream(sse_body([ROLE_ONLY, chunk(finish="stop")]))
+
+    assert await h.call(upstream) == TurnResult(stop="stop", usage=None)
+
+    assert h.trace() == [("responding",)]
+    assert len(upstream.requests) == 1
 
 
 # --- call_llm: error types, timeouts, lone surrogates ---------------------------------------

@@ -675,6 +675,30 @@ async def test_call_llm_stream_without_events_is_asked_again_unstreamed() -> Non
     assert result.stop == "stop"
 
 
+@pytest.mark.parametrize("done", [True, False], ids=["then-done", "then-eof"])
+async def test_call_llm_stream_of_only_empty_text_is_asked_again_unstreamed(done: bool) -> None:
+    # GIVEN a server with no free slot: one empty text chunk (no finish_reason, no usage), then
+    # [DONE] or the end of the body
+    empty = f"data: {json.dumps(chunk(''))}\n\n" + ("data: [DONE]\n\n" if done else "")
+    completion = chunk(FINAL + "Hello", "stop")
+    harness = Harness(empty.encode(), then=json.dumps(completion).encode())
+
+    await harness.call()
+
+    assert [json.loads(r.content)["stream"] for r in harness.requests] == [True, False]
+    assert harness.items() == [message("Hello")]
+
+
+async def test_call_llm_stream_of_only_empty_text_is_a_protocol_error_when_streaming_on() -> None:
+    empty = f"data: {json.dumps(chunk(''))}\n\ndata: [DONE]\n\n"
+    harness = Harness(empty.encode())
+
+    with pytest.raises(UpstreamProtocolError, match="no data event"):
+        await harness.call(streaming="on")
+
+    assert harness.state.output == [] and len(harness.requests) == 1
+
+
 async def test_call_llm_streaming_off_calls_unstreamed_only() -> None:
     completion = chunk(FINAL + "Hello", "stop")
     harness = Harness(json.dumps(completion).encode(), headers={"content-type": "application/json"})

@@ -16,6 +16,7 @@ from responses_gateway.adapters.wire import (
     UpstreamEndpoint,
     break_point,
     decide_after_break,
+    is_data_chunk,
     loads_json,
     read_model_answer,
 )
@@ -59,6 +60,38 @@ def test_loads_json_invalid_raises_value_error(text: str) -> None:
 
 
 # -- break points: where a model call broke, and whether it is asked again unstreamed ----------
+
+
+def _choice(**fields: object) -> dict[str, object]:
+    return {"choices": [{"index": 0, "finish_reason": None, **fields}]}
+
+
+@pytest.mark.parametrize(
+    ("chunk", "data"),
+    [
+        (_choice(delta={"role": "assistant"}), False),
+        (_choice(delta={"role": "assistant", "content": ""}), False),
+        (_choice(delta={"content": None, "tool_calls": []}), False),
+        (_choice(text=""), False),
+        ({"choices": [], "usage": None}, False),
+        ({"choices": ["junk"]}, False),
+        ({"choices": 5}, False),
+        ({}, False),
+        (_choice(delta={"content": "Hi"}), True),
+        (_choice(delta={"refusal": "No."}), True),
+        (_choice(delta={"reasoning_content": "Hmm"}), True),
+        (_choice(delta={"reasoning": "Hmm"}), True),
+        (_choice(delta={"tool_calls": [{"index": 0, "function": {"name": "f"}}]}), True),
+        (_choice(delta={"function_call": {"name": "f"}}), True),
+        (_choice(text="Hi"), True),
+        ({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}, True),
+        ({"choices": [], "usage": {"prompt_tokens": 1, "completion_tokens": 0}}, True),
+    ],
+)
+def test_is_data_chunk_only_for_output_a_finish_or_usage(
+    chunk: dict[str, object], data: bool
+) -> None:
+    assert is_data_chunk(chunk) is data
 
 
 def _transport_error(cause: Exception) -> UpstreamTransportError:

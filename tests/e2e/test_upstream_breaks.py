@@ -2,7 +2,8 @@
 buffered, foreground and background (issue #36).
 
 Before the first data event (the server aborted after its 200 as llama-cpp-python's does, a body
-cut inside its first event, an undecodable or error event, a 200 whose body is an error object)
+cut inside its first event, an undecodable or error event, a 200 whose body is an error object, a
+stream of only chunks that carry nothing, or cut after them)
 the gateway sends the request once more unstreamed and serves that answer. After data events
 the response ends ``failed`` with the cause in ``error.message``: in the stream, in the stored
 response, in a buffered client's error.
@@ -74,6 +75,43 @@ def test_a_break_before_the_first_data_event_is_retried_unstreamed(
     assert [item["type"] for item in final["output"]] == ["message"]
     assert final["output"][0]["content"][0]["text"] == ANSWER
     assert [asked_to_stream(r) for r in upstream.model_requests()] == [True, False]
+
+
+NO_DATA = {
+    "chat-role-only-then-done": ("chat", Turn(text="never sent", role_only=True)),
+    "chat-cut-after-role-chunk": ("chat", Turn(text="never sent", drop_after=1)),
+    "harmony-empty-text-then-done": ("harmony", Turn(text="never sent", role_only=True)),
+}
+"""Streams that carry no data event before they end or break: the opening chunk alone (as
+llama-cpp-python's one-slot server answers a request arriving while another generates), or a cut
+right after it. Each wire's own kinds: on harmony the first chunk already carries text."""
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background"])
+@pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
+@pytest.mark.parametrize(
+    ("wire", "turn"), list(NO_DATA.values()), ids=list(NO_DATA), indirect=["wire"]
+)
+def test_a_stream_with_no_data_event_is_retried_unstreamed_never_completed_empty(
+    http: httpx.Client,
+    upstream: ScriptedUpstream,
+    stack: Stack,
+    model: str,
+    turn: Turn,
+    stream: bool,
+    background: bool,
+) -> None:
+    upstream.push(turn, Turn(text=ANSWER))
+
+    final = _create(
+        http, stack, {"model": model, "input": "Hi"}, stream=stream, background=background
+    )
+
+    assert final["status"] == "completed"
+    assert [item["type"] for item in final["output"]] == ["message"]
+    assert final["output"][0]["content"][0]["text"] == ANSWER
+    assert final["usage"]["output_tokens"] > 0
+    assert [r.json.get("stream") for r in upstream.model_requests()] == [True, False]
 
 
 def test_the_llama_cpp_python_abort_of_a_tool_request_is_served_by_the_retry(

@@ -348,6 +348,30 @@ def test_chat_stream_end_without_done(http: httpx.Client, upstream: ScriptedUpst
     assert payloads[-1]["choices"] == []
 
 
+def test_chat_stream_role_only_is_the_role_delta_then_done(
+    http: httpx.Client, upstream: ScriptedUpstream
+) -> None:
+    upstream.push(Turn(text="a b", role_only=True))
+
+    payloads = chat_stream(http, stream_options={"include_usage": True})
+
+    assert payloads[1:] == ["[DONE]"]
+    assert payloads[0]["choices"] == [
+        {"index": 0, "delta": {"role": "assistant"}, "logprobs": None, "finish_reason": None}
+    ]
+    assert payloads[0]["usage"] is None
+
+
+def test_chat_stream_role_only_leaves_the_unstreamed_answer_whole(
+    http: httpx.Client, upstream: ScriptedUpstream
+) -> None:
+    upstream.push(Turn(text="a b", role_only=True))
+
+    answer = http.post("/v1/chat/completions", json=chat_body()).json()
+
+    assert answer["choices"][0]["message"]["content"] == "a b"
+
+
 def test_chat_stream_plain_eof(http: httpx.Client, upstream: ScriptedUpstream) -> None:
     upstream.push(Turn(text="a b", tool_calls=CALLS[:1], end="eof"))
 

@@ -186,6 +186,18 @@ def test_end_knob_drops_done_or_everything_after_the_text(
     assert len(chunks) == 4 + tail and "[DONE]" not in chunks
 
 
+def test_role_only_streams_one_empty_text_chunk_then_done(
+    http: httpx.Client, upstream: ScriptedUpstream
+) -> None:
+    upstream.push(Turn(text="Hi", role_only=True))
+    chunks = stream(http, {**payload(), "stream_options": {"include_usage": True}})
+    assert chunks[1:] == ["[DONE]"]
+    assert chunks[0]["choices"] == [
+        {"index": 0, "text": "", "logprobs": None, "finish_reason": None}
+    ]
+    assert chunks[0]["usage"] is None
+
+
 def test_error_event_after_sends_an_error_chunk_and_ends(
     http: httpx.Client, upstream: ScriptedUpstream
 ) -> None:

@@ -46,8 +46,10 @@ calls are accumulated per ``index`` and flushed exactly once, in index order, at
 captured. When the model stopped for ``length`` or ``content_filter``, the last item (the open
 text item, or the tool calls) is left open for the driver to close as ``incomplete``.
 
-A 2xx answer that is not an event stream (a JSON or HTML body, or a body with no ``data:`` event at
-all) is an :class:`UpstreamProtocolError`. Upstream JSON strings are cleaned of lone UTF-16
+A 2xx answer that is not an event stream (a JSON or HTML body, or a body with no data event: none
+at all, or only chunks without output, finish_reason or usage, such as the assistant ``role`` chunk
+then ``[DONE]`` of a server with no free slot) is an :class:`UpstreamProtocolError`, asked once
+more unstreamed in ``auto``. Upstream JSON strings are cleaned of lone UTF-16
 surrogates (U+FFFD instead), so nothing we emit fails to encode.
 """
 
@@ -58,7 +60,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from responses_gateway.adapters.base import ModelCall
-from responses_gateway.adapters.wire import EndpointAdapter, loads_json, read_model_answer
+from responses_gateway.adapters.wire import (
+    EndpointAdapter,
+    is_data_chunk,
+    loads_json,
+    read_model_answer,
+)
 from responses_gateway.errors import (
     InvalidRequestError,
     UpstreamProtocolError,
@@ -498,7 +505,8 @@ class _ChatStream:
         self._flushed = False
         self._usage: dict[str, Any] | None = None
         self.decoded = False
-        """Whether any ``data:`` payload arrived (a body with none is no event stream)."""
+        """Whether a data event arrived (:func:`~responses_gateway.adapters.wire.is_data_chunk`:
+        a body with none, the opening role chunk and ``[DONE]`` included, is no event stream)."""
 
     def feed(self, data: str, event: str = "message") -> bool:
         """Handle one event's data; return True at ``[DONE]`` (nothing more to read). An
@@ -506,10 +514,11 @@ class _ChatStream:
         if not data.strip():
             return False
         chunk = parse_chunk(data)
-        self.decoded = True
         if chunk is None:
-            self.flush()
+            if self.decoded:  # else the unstreamed retry still reads into this stream
+                self.flush()
             return True
+        self.decoded = self.decoded or is_data_chunk(chunk)
         if isinstance(chunk.get("usage"), dict):
             self._usage = chat_usage(chunk["usage"])
         for choice in chunk.get("choices") or []:

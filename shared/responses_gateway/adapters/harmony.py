@@ -76,7 +76,12 @@ from responses_gateway.adapters.chat_completions import (
     completion_events,
     parse_chunk,
 )
-from responses_gateway.adapters.wire import EndpointAdapter, Streaming, read_model_answer
+from responses_gateway.adapters.wire import (
+    EndpointAdapter,
+    Streaming,
+    is_data_chunk,
+    read_model_answer,
+)
 from responses_gateway.errors import (
     InvalidRequestError,
     ModelOutputError,
@@ -473,7 +478,8 @@ class _HarmonyStream:
         self._reasoning_tokens = 0
         self._ended = False
         self.decoded = False
-        """Whether any ``data:`` payload arrived (a body with none is no event stream)."""
+        """Whether a data event arrived (:func:`~responses_gateway.adapters.wire.is_data_chunk`:
+        a body with none, empty text chunks and ``[DONE]`` included, is no event stream)."""
         self._single_call = single_call
         """``parallel_tool_calls: false``: stop reading after the first tool call."""
         self._logprobs = logprobs
@@ -494,9 +500,9 @@ class _HarmonyStream:
         if not data.strip():
             return False
         chunk = parse_chunk(data)
-        self.decoded = True
         if chunk is None:
             return True
+        self.decoded = self.decoded or is_data_chunk(chunk)
         if isinstance(chunk.get("usage"), dict):
             self._usage = chat_usage(chunk["usage"])
         for choice in chunk.get("choices") or []:

@@ -5,7 +5,9 @@ how HTTP and transport failures map to :mod:`responses_gateway.errors`), plus tw
 shared by all wire formats: upstream JSON is decoded so that no lone UTF-16
 surrogate (a JSON escape like ``"\\ud83d"`` with no partner) survives into our own output, which
 no UTF-8 encoder accepts; and which headers of an upstream HTTP error are passed on to the client
-(``retry-after``, so the SDK's backoff honours the provider's). Nothing here parses a wire format.
+(``retry-after``, so the SDK's backoff honours the provider's). Nothing here parses a wire format;
+the one rule about a wire's chunks kept here is which chunk of an OpenAI-style completions stream
+is a data event (:func:`is_data_chunk`), so that both wires that speak it classify alike.
 
 Upstreams that cannot stream a request are still served (:func:`read_model_answer`, per provider
 ``streaming``): ``auto`` (the default) streams, and when the stream breaks before its first data
@@ -19,9 +21,14 @@ adapter (one with its own SDK included) can ask the same question: was the upstr
 (``unreached``: connect errors, timeouts, HTTP error statuses: the error as it is), did its
 answer break before any data event (``before_data``: a connection closed, reset or truncated, a
 chunked body cut short, an undecodable or error event, a 200 with an error object or no event at
-all: in ``auto`` the one unstreamed retry, else the error), or after data events
+all, or a stream that ends with no data event: in ``auto`` the one unstreamed retry, else the
+error), or after data events
 (``after_data``: the response ends ``failed`` with the cause in ``error.message``, which the
-loop does for every error raised once output exists).
+loop does for every error raised once output exists). A data event is one that carries output, a
+finish or usage: the chunks a Chat Completions stream opens with (only the assistant ``role``,
+empty content) are none, so llama-cpp-python's one-slot server, which answers a request arriving
+while another generates with that role chunk and ``[DONE]``, gives the empty-stream case (never a
+``completed`` response with no output), and a stream cut after them broke before its data.
 
 Either way the answer reaches the wire's own stream parser: each adapter turns an unstreamed body
 into the data events its stream would have held (``as_events``), so what the loop sees does not
@@ -80,6 +87,7 @@ __all__ = [
     "clean_surrogates",
     "decide_after_break",
     "finish_reading",
+    "is_data_chunk",
     "json_answer",
     "loads_json",
     "passed_headers",
@@ -354,6 +362,36 @@ def decide_after_break(streaming: Streaming, point: BreakPoint, error: UpstreamE
     )
 
 
+_OUTPUT_FIELDS = ("content", "text", "refusal", "reasoning_content", "reasoning")
+"""The string fields of a completions choice (``text``) or chat delta that carry output."""
+
+
+def is_data_chunk(chunk: dict[str, Any]) -> bool:
+    """Whether one chunk of an OpenAI-style completions stream (Chat Completions, or the raw
+    completions harmony reads) is a data event for :func:`break_point`: it carries ``usage``, or a
+    choice with a ``finish_reason`` or output (non-empty text, refusal or reasoning, a tool
+    call). A chunk with none of these (the opening ``{"role": "assistant"}`` delta, an empty
+    text) leaves nothing to redo: a stream of only such chunks has no data event."""
+    if isinstance(chunk.get("usage"), dict):
+        return True
+    choices = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        if not isinstance(choice, dict):
+            continue
+        if choice.get("finish_reason") or _carries_output(choice):
+            return True
+        delta = choice.get("delta")
+        if isinstance(delta, dict) and (
+            _carries_output(delta) or delta.get("tool_calls") or delta.get("function_call")
+        ):
+            return True
+    return False
+
+
+def _carries_output(fields: dict[str, Any]) -> bool:
+    return any(isinstance(fields.get(key), str) and fields[key] for key in _OUTPUT_FIELDS)
+
+
 class NotAnAnswer(UpstreamProtocolError):
     """A 2xx body that is no model answer at all (HTML, JSON that does not parse): asked again,
     unstreamed, the upstream would send it again."""
@@ -405,7 +443,8 @@ class EventConsumer(Protocol):
 
     @property
     def decoded(self) -> bool:
-        """Whether any data event was taken (one that raised is not)."""
+        """Whether any data event was taken (one that raised is not, nor one that carries no
+        output, finish or usage: see :func:`is_data_chunk`)."""
         ...
 
     def feed(self, data: str, event: str = "message") -> bool:
@@ -415,7 +454,8 @@ class EventConsumer(Protocol):
 
 
 class NoEventStream(UpstreamProtocolError):
-    """A 2xx answer to a streamed call whose body held no data event."""
+    """A 2xx answer to a streamed call whose body held no data event (none at all, or only
+    events without output, finish or usage)."""
 
 
 async def read_event_stream(
@@ -462,7 +502,8 @@ async def read_event_stream(
                     break
     if not consumer.decoded:
         raise NoEventStream(
-            "The upstream model answered with no event stream: its body held no data events."
+            "The upstream model answered with no event stream: its body held no data event "
+            "(no output, no finish_reason, no usage)."
         )
 
 

@@ -620,6 +620,10 @@ class _ChatRenderer:
     def _payloads(self) -> Iterator[dict[str, Any] | str]:
         """:meth:`payloads`, each chunk built when it is reached."""
         turn = self.turn
+        if turn.role_only:
+            yield self._chunk({"role": "assistant"})
+            yield _DONE
+            return
         yield self._chunk({"role": "assistant", "content": ""})
         if turn.reasoning:
             field = turn.reasoning_field
@@ -965,6 +969,8 @@ class _CompletionRenderer:
     def payloads(self) -> list[dict[str, Any] | str]:
         """Every chunk in order (``"[DONE]"`` as a string), before fault injection."""
         turn = self.turn
+        if turn.role_only:
+            return [self._chunk(""), _DONE]
         out: list[dict[str, Any] | str] = [self._piece(p) for p in self.harmony.pieces()]
         if turn.end != "eof":
             out.append(self._chunk("", turn.finish))

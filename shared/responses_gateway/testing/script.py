@@ -158,6 +158,11 @@ class Turn:
     garbage_after: int | None = None
     """Stream only: after this many events send one event whose data is no JSON, then end the
     stream cleanly (an undecodable event)."""
+    role_only: bool = False
+    """Stream only, chat and harmony: send just an opening chunk that carries nothing (chat: a
+    ``{"role": "assistant"}`` delta; harmony: an empty text), then ``[DONE]``: no content, no
+    finish_reason, no usage, as llama-cpp-python's one-slot server answers a request that arrives
+    while another generates."""
     error_as_200: bool = False
     """Answer ``200`` with ``{"error": ...}`` (``error_object()``) as a JSON body, streamed or
     not, as some servers report a failure."""
