@@ -464,6 +464,8 @@ def run_flows(column: Column, ctx: Context) -> None:
 def prepare_compliance(checkout: Path) -> Path:
     """A copy of the CLI and its sources with its Node dependencies installed."""
     work = CACHE / "compliance"
+    if checkout.resolve() == work.resolve():
+        raise SystemExit(f"--compliance {checkout}: give the openresponses checkout, not {work}")
     if work.exists():
         shutil.rmtree(work)
     (work / "src").mkdir(parents=True)
