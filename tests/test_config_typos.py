@@ -218,6 +218,7 @@ SETTING_TYPOS: dict[str, tuple[str, str]] = {
     "GATEWAY_MAX_UPSTREAM_EVENT_BYTES": ("8MB", "GATEWAY_MAX_UPSTREAM_EVENT_BYTES must be"),
     "GATEWAY_MAX_UPSTREAM_STREAM_BYTES": ("0", "GATEWAY_MAX_UPSTREAM_STREAM_BYTES must be"),
     "GATEWAY_WS_MAX_SECONDS": ("1h", "GATEWAY_WS_MAX_SECONDS must be a positive number"),
+    "GATEWAY_RUN_LEASE_SECONDS": ("10s", "GATEWAY_RUN_LEASE_SECONDS must be a positive number"),
     "GATEWAY_WS_MAX_MESSAGE_BYTES": ("12MiB", "GATEWAY_WS_MAX_MESSAGE_BYTES must be a positive"),
     "BACKGROUND_MAX_SECONDS": ("6h", "BACKGROUND_MAX_SECONDS must be a positive number"),
     "GATEWAY_SEALING_KEYS": ("k1:short", "GATEWAY_SEALING_KEYS: sealing key 'k1' is not valid"),

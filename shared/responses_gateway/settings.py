@@ -199,6 +199,7 @@ SETTINGS: tuple[Setting, ...] = (
         _positive("GATEWAY_MAX_UPSTREAM_EVENT_BYTES", "GATEWAY_MAX_UPSTREAM_STREAM_BYTES"),
     ),
     Setting(("GATEWAY_WS_MAX_SECONDS",), _seconds("GATEWAY_WS_MAX_SECONDS")),
+    Setting(("GATEWAY_RUN_LEASE_SECONDS",), _seconds("GATEWAY_RUN_LEASE_SECONDS")),
     Setting(("GATEWAY_WS_MAX_MESSAGE_BYTES",), _positive("GATEWAY_WS_MAX_MESSAGE_BYTES")),
     Setting(("BACKGROUND_MAX_SECONDS",), _seconds("BACKGROUND_MAX_SECONDS")),
     Setting(

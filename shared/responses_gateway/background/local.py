@@ -79,18 +79,27 @@ class LocalLauncher:
         *,
         retries: int = 2,
         leases: RunLeases | None = None,
+        leases_of: Callable[[], RunLeases | None] | None = None,
         lease: float = _DEFAULT_LEASE,
     ) -> None:
         self._worker = worker
         self._on_lost = on_lost
         self._retries = retries
-        self._leases = leases
+        self._leases_held = leases
+        self._leases_of = leases_of
+        """Finds the leases on first use (a lazily built store is not built to ask)."""
         self._lease = lease
         self.owner = f"{socket.gethostname()}/{os.getpid()}/{secrets.token_hex(4)}"
         """This runner's name on the leases it holds."""
         self._runs: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._stopped: set[tuple[str, str]] = set()
         self._heartbeat: asyncio.Task[None] | None = None
+
+    @property
+    def _leases(self) -> RunLeases | None:
+        if self._leases_of is not None:
+            self._leases_held, self._leases_of = self._leases_of(), None
+        return self._leases_held
 
     @classmethod
     def for_gateway(cls, gateway: Gateway) -> LocalLauncher:
@@ -111,9 +120,12 @@ class LocalLauncher:
 
             return await end_run(gateway, tenant, response_id, "failed", error=error)
 
-        store = gateway.store
-        leases = store if isinstance(store, RunLeases) else None
-        return cls(work, lost, leases=leases, lease=lease_seconds())
+        def leases_of() -> RunLeases | None:
+            # Asked on first use: the deployed functions' store is built by their first request.
+            store = gateway.store
+            return store if isinstance(store, RunLeases) else None
+
+        return cls(work, lost, leases_of=leases_of, lease=lease_seconds())
 
     async def start(self, tenant: str, response_id: str, generation: int = 0) -> None:
         await self._take(tenant, response_id, generation, taken_over=False)
