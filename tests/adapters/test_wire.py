@@ -177,13 +177,18 @@ class _Out:
         self.responding += 1
 
 
-def _answers(*responses: httpx.Response) -> tuple[UpstreamEndpoint, list[httpx.Request]]:
+def _answers(
+    *responses: httpx.Response | httpx.TransportError,
+) -> tuple[UpstreamEndpoint, list[httpx.Request]]:
     seen: list[httpx.Request] = []
     queue = list(responses)
 
     def handle(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return queue.pop(0)
+        answer = queue.pop(0)
+        if isinstance(answer, httpx.TransportError):
+            raise answer
+        return answer
 
     client = httpx.AsyncClient(transport=httpx.MockTransport(handle))
     return UpstreamEndpoint.at(client, "http://upstream/v1", "/x", None, None, None), seen
@@ -247,4 +252,30 @@ async def test_a_failure_after_data_events_is_never_asked_again() -> None:
 
     with pytest.raises(UpstreamProtocolError):
         await _read(endpoint, "auto")
+    assert len(seen) == 1
+
+
+CLOSED = httpx.RemoteProtocolError("Server disconnected without sending a response.")
+
+
+async def test_the_retry_meeting_the_aborted_streams_closed_connection_is_sent_once_more() -> None:
+    """llama-cpp-python ends an aborted stream and closes its connection, which the pool can
+    hand to the unstreamed retry before the close reaches it: the retry goes once more."""
+    endpoint, seen = _answers(
+        httpx.Response(200, headers=SSE, content=b"data: {bad\n\n"),
+        CLOSED,
+        httpx.Response(200, json={"text": "hi"}),
+    )
+
+    lines = await _read(endpoint, "auto")
+
+    assert lines.seen == ['{"text": "hi"}', "[DONE]"]
+    assert [json.loads(r.content)["stream"] for r in seen] == [True, False, False]
+
+
+async def test_an_unstreamed_call_meeting_a_closed_connection_is_not_sent_again() -> None:
+    endpoint, seen = _answers(CLOSED, httpx.Response(200, json={"text": "hi"}))
+
+    with pytest.raises(UpstreamTransportError, match="dropped the connection before answering"):
+        await _read(endpoint, "off")
     assert len(seen) == 1

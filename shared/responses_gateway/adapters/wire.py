@@ -565,7 +565,7 @@ async def read_model_answer(
             )
             broken = error
     try:
-        answer = as_events(await endpoint.post_json(unstreamed(payload), status_error))
+        answer = as_events(await _post_unstreamed(endpoint, payload, status_error, broken))
     except NotAnAnswer:
         if broken is None:
             raise
@@ -574,3 +574,21 @@ async def read_model_answer(
     _feed(consumer, answer)
     if not consumer.decoded:
         raise UpstreamProtocolError("The upstream model's unstreamed answer held no output.")
+
+
+async def _post_unstreamed(
+    endpoint: UpstreamEndpoint,
+    payload: dict[str, Any],
+    status_error: Callable[[int, str], UpstreamStatusError],
+    broken: UpstreamError | None,
+) -> Any:
+    """The unstreamed call; after a broken stream, sent once more when the connection it took was
+    closed before any answer: a server that aborts a stream (llama-cpp-python's does) closes its
+    connection, which the pool may hand to this very call before the close reaches it."""
+    try:
+        return await endpoint.post_json(unstreamed(payload), status_error)
+    except UpstreamTransportError as error:
+        if broken is None or break_point(error, answered=False, decoded=False) != "before_data":
+            raise
+        logger.warning("the unstreamed call met a closed connection (%s): once more", error.message)
+        return await endpoint.post_json(unstreamed(payload), status_error)
