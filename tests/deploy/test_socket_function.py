@@ -214,6 +214,28 @@ def test_store_false_chain_continues_from_connection_state_without_table_writes(
     assert harness.table_keys() == before  # only the connection's own items changed
 
 
+def test_a_refused_continuation_evicts_its_base_from_the_connection(
+    harness: Harness, upstream: ScriptedUpstream
+) -> None:
+    handle(_event("$connect", "c1"), harness.runtime)
+    upstream.push(Turn(text="first answer"))
+    base = {"type": "response.create", "model": "gpt-test", "store": False}
+    harness.send("c1", {**base, "input": "alpha"})
+    harness.run_next()
+    [first] = _responses(harness.posted("c1"))
+    assert any(k.startswith("L#") for k in harness.items("c1"))
+    orphan = [{"type": "function_call_output", "call_id": "call_nobody", "output": "x"}]
+    harness.send("c1", {**base, "input": orphan, "previous_response_id": first["id"]})
+    harness.run_next()
+    refused = check_socket_error(harness.posted("c1")[-1])
+    assert refused["param"] == "input"
+    assert not any(k.startswith("L#") for k in harness.items("c1"))  # evicted
+    harness.send("c1", {**base, "input": "again", "previous_response_id": first["id"]})
+    harness.run_next()
+    assert check_socket_error(harness.posted("c1")[-1])["code"] == "previous_response_not_found"
+    assert len(upstream.model_requests()) == 1
+
+
 def test_busy_stream_bad_json_and_unknown_previous_get_error_events(
     harness: Harness, upstream: ScriptedUpstream
 ) -> None:

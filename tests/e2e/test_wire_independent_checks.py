@@ -53,6 +53,12 @@ def test_a_store_false_socket_continuation_with_an_orphan_output_is_refused_on_e
     assert socket.error() == {**ORPHAN_ERROR, "code": "invalid_prompt"}
     assert len(upstream.model_requests()) == 1  # the upstream never saw it
 
+    # the failed continuation evicted its base from the connection (as the standard's
+    # websocket-failed-continuation-evicts-cache test expects): store false, so nothing is left
+    socket.send(model=model, previous_response_id=first["id"], input="again", store=False)
+    assert socket.error()["code"] == "previous_response_not_found"
+    assert len(upstream.model_requests()) == 1
+
 
 @pytest.mark.parametrize("stream", [False, True], ids=["buffered", "streamed"])
 def test_an_orphan_output_over_http_is_a_400_on_every_wire(

@@ -167,6 +167,22 @@ class DynamoMemory:
             Key=_key(self._connection, f"B#{stream_id}"),
         )
 
+    async def forget(self, response_id: str) -> None:
+        def delete() -> None:
+            answer = self._client.query(
+                TableName=self._table,
+                KeyConditionExpression="PK = :pk AND begins_with(SK, :latest)",
+                ExpressionAttributeValues={":pk": _pk(self._connection), ":latest": {"S": "L#"}},
+                ConsistentRead=True,
+                ProjectionExpression="PK, SK, rid",
+            )
+            for item in answer.get("Items", []):
+                if item.get("rid", {}).get("S") == response_id:
+                    key = {"PK": item["PK"], "SK": item["SK"]}
+                    self._client.delete_item(TableName=self._table, Key=key)
+
+        await asyncio.to_thread(delete)
+
 
 def _too_large(message: bytes) -> bytes:
     from responses_gateway.sinks.websocket import encode_message, error_event

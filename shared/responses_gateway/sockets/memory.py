@@ -63,6 +63,11 @@ class ConnectionMemory(Protocol):
         """The stream's create ended before its loop ran: the stream is idle again."""
         ...
 
+    async def forget(self, response_id: str) -> None:
+        """A continuation of ``response_id`` failed: the connection no longer holds it (a
+        ``store: false`` response then reads ``previous_response_not_found``)."""
+        ...
+
 
 class LocalMemory:
     """A connection's memory in process (lost with the connection, as the mode specifies)."""
@@ -81,6 +86,11 @@ class LocalMemory:
 
     async def release(self, stream_id: str) -> None:
         return None  # the session tracks its own streams' runs
+
+    async def forget(self, response_id: str) -> None:
+        for stream, latest in list(self._latest.items()):
+            if latest.response_id == response_id:
+                del self._latest[stream]
 
     def streams(self) -> dict[str, str]:
         """Each stream's latest response id (for tests and diagnostics)."""

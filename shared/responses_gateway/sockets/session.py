@@ -339,6 +339,9 @@ class Session:
             )
             self._free(key, task)
             await self.memory.release(key)
+            previous = body.get("previous_response_id")
+            if isinstance(previous, str) and previous:  # a failed continuation evicts its base
+                await self.memory.forget(previous)
             self._error(error, stream_id)
             return
         except Exception:
