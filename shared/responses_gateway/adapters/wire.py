@@ -588,7 +588,8 @@ async def _post_unstreamed(
     try:
         return await endpoint.post_json(unstreamed(payload), status_error)
     except UpstreamTransportError as error:
-        if broken is None or break_point(error, answered=False, decoded=False) != "before_data":
+        # httpx's words for a kept-alive connection the server had closed: nothing was answered
+        if broken is None or not isinstance(error.__cause__, httpx.RemoteProtocolError):
             raise
         logger.warning("the unstreamed call met a closed connection (%s): once more", error.message)
         return await endpoint.post_json(unstreamed(payload), status_error)
