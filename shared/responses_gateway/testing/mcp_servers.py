@@ -39,6 +39,7 @@ imports the SDK; production code never imports it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import warnings
@@ -276,7 +277,59 @@ def _add_calc_tools(server: MCPServer, log: CallLog) -> None:
         return text * times
 
 
-def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MCPServer:
+class _Primed:
+    """How many ``tools/call`` event streams have sent their priming event (the event id a
+    client resumes from): ``poll`` closes its stream only after its own was sent, or the SDK's
+    server may close it first and the client has nothing to resume from."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self._waiters: list[asyncio.Event] = []
+
+    def mark(self) -> None:
+        self.sent += 1
+        for waiter in self._waiters:
+            waiter.set()
+        self._waiters.clear()
+
+    async def wait_for(self, count: int, *, at_most: float = 10.0) -> None:
+        """Until ``count`` streams were primed (bounded: a client too old to resume gets no
+        priming event, and its call then goes on after ``at_most`` seconds)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(at_most):
+                while self.sent < count:
+                    waiter = asyncio.Event()
+                    self._waiters.append(waiter)
+                    await waiter.wait()
+
+
+def _observe_priming(app: ASGIApp, primed: _Primed) -> ASGIApp:
+    """Count the ``tools/call`` answers whose event stream sent its first event."""
+
+    async def observed(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await app(scope, receive, send)
+            return
+        body, replay = await read_body(receive)
+        calls = b"tools/call" in body
+        seen = False
+
+        async def watch(message: Message) -> None:
+            nonlocal seen
+            await send(message)
+            event = message["type"] == "http.response.body" and b"id:" in message.get("body", b"")
+            if calls and not seen and event:
+                seen = True
+                primed.mark()
+
+        await app(scope, replay, watch)
+
+    return observed
+
+
+def _build_server(
+    kind: McpServerKind, control: HangControl, log: CallLog, primed: _Primed | None = None
+) -> MCPServer:
     server: MCPServer
     if kind == "failing":
         server = _FailingServer("failing", log_level="WARNING")
@@ -361,9 +414,13 @@ def _build_server(kind: McpServerKind, control: HangControl, log: CallLog) -> MC
             return f"pinged; elicitation: {elicited}"
 
     elif kind == "polling":
+        calls = [0]
 
         @server.tool(description="Close the call's stream, then answer.")
         async def poll(ctx: Context) -> str:
+            calls[0] += 1
+            if primed is not None:  # its stream's priming event left first (see _Primed)
+                await primed.wait_for(calls[0])
             await ctx.close_sse_stream()
             return "answered after the stream closed"
 
@@ -513,7 +570,8 @@ def create_mcp_app(
     log: CallLog | None = None,
 ) -> ASGIApp:
     """The ASGI app of one test server (streamable HTTP at ``/mcp``, SSE at ``/sse``)."""
-    server = _build_server(kind, hang or HangControl(), log or CallLog())
+    primed = _Primed() if kind == "polling" and transport != "sse" else None
+    server = _build_server(kind, hang or HangControl(), log or CallLog(), primed)
     app: ASGIApp
     if transport == "sse":
         app = server.sse_app(transport_security=_NO_REBINDING_CHECK)
@@ -526,6 +584,8 @@ def create_mcp_app(
             event_store=MemoryEventStore() if polling else None,
             retry_interval=10 if polling else None,
         )
+    if primed is not None:
+        app = _observe_priming(app, primed)
     if handshake_only:
         app = _handshake_only(app)
     if kind == "auth_required":
