@@ -59,6 +59,7 @@ from responses_gateway.usage.pricing import PriceError, PriceTable, parse_prices
 
 __all__ = [
     "BEDROCK_MODELS_ENV",
+    "bedrock_endpoint",
     "ApiMode",
     "ConfigError",
     "ENFORCE_BUDGETS_ENV",
@@ -458,7 +459,7 @@ def _provider(raw: Any, env: Mapping[str, str], index: int) -> Provider:
     if "base_url" not in fields:
         if fields.get("api") != "bedrock":
             raise ConfigError(f"{where}: base_url is required (an http(s) URL)")
-        fields["base_url"] = f"https://bedrock-runtime.{aws['aws_region']}.amazonaws.com"
+        fields["base_url"] = bedrock_endpoint(aws["aws_region"])
     return Provider(
         name=name,
         api_key=_provider_key(raw, env, where),
@@ -470,6 +471,11 @@ def _provider(raw: Any, env: Mapping[str, str], index: int) -> Provider:
 
 
 _REGION_HOST = re.compile(r"^bedrock[a-z-]*\.([a-z]{2}(?:-[a-z]+)+-\d+)\.")
+
+
+def bedrock_endpoint(region: str) -> str:
+    """Bedrock's runtime endpoint in ``region`` (a ``bedrock`` provider's default base URL)."""
+    return f"https://bedrock-runtime.{region}.amazonaws.com"
 
 
 def _region_of(base_url: str) -> str | None:

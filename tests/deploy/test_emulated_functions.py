@@ -36,6 +36,7 @@ from responses_gateway.testing.lambda_emulator import (
     emulate,
     prepare_kit,
 )
+from responses_gateway.testing.stream_check import parse_sse
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux")
@@ -103,15 +104,6 @@ def _split(raw: bytes) -> tuple[dict[str, Any], bytes]:
     return metadata, payload
 
 
-def _events(payload: bytes) -> list[dict[str, Any]]:
-    found = []
-    for frame in payload.decode().split("\n\n"):
-        data = "".join(line[6:] for line in frame.splitlines() if line.startswith("data: "))
-        if data:
-            found.append(json.loads(data))
-    return found
-
-
 def _create(make_event: Any, body: dict[str, Any]) -> Any:
     return make_event("POST", "/v1/responses", "/v1/responses", key_id=KEY, body=body)
 
@@ -138,7 +130,7 @@ def test_a_streamed_create_is_the_prelude_then_sse_to_completed(
     assert metadata["headers"]["content-type"] == "text/event-stream; charset=utf-8"
     assert metadata["headers"]["cache-control"] == "no-cache"
     assert metadata["cookies"] == []
-    events = _events(payload)
+    events = parse_sse(payload)
     assert [e["type"] for e in events] == [
         "response.created",
         "response.in_progress",
@@ -261,7 +253,7 @@ def test_an_upstream_failing_mid_stream_ends_the_stream_with_response_failed(
         ).content
     )
     assert metadata["statusCode"] == 200
-    events = _events(payload)
+    events = parse_sse(payload)
     assert "response.output_text.delta" in [e["type"] for e in events]
     assert events[-1]["type"] == "response.failed"
     assert events[-1]["response"]["error"]["code"]
@@ -351,7 +343,7 @@ def test_an_invocation_reaching_its_deadline_ends_its_answer_and_the_environment
     assert "Task timed out" not in short.log and "Sandbox.Timeout" not in short.log, short.log
     metadata, payload = _split(answer.content)
     assert metadata["statusCode"] == 200
-    events = _events(payload)
+    events = parse_sse(payload)
     assert [e["type"] for e in events][:2] == ["response.created", "response.in_progress"]
     assert events[-1]["type"] == "response.incomplete", [e["type"] for e in events]
     final = events[-1]["response"]

@@ -113,16 +113,10 @@ __all__ = [
     "bedrock_status_error",
     "converse_events",
     "converse_usage",
-    "default_endpoint",
     "to_converse_request",
 ]
 
 logger = logging.getLogger(__name__)
-
-
-def default_endpoint(region: str) -> str:
-    """Bedrock's runtime endpoint in ``region``."""
-    return f"https://bedrock-runtime.{region}.amazonaws.com"
 
 
 # --- errors ----------------------------------------------------------------------------------
